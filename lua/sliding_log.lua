@@ -1,0 +1,42 @@
+-- sliding_log: at most limit+burst in any trailing PERIOD. State: a sorted
+-- set of the passed requests' times (one member per unit of cost), pruned
+-- on every write, so it never holds more members than the capacity.
+local sliding_log = {}
+
+function sliding_log.check(l, now)
+  local capacity = l.limit + l.burst
+  local since = now - l.period -- entries at or before this time are out
+  local count = redis.call('ZCOUNT', l.key, '(' .. string.format('%d', since), '+inf')
+
+  l.since, l.count = since, count
+
+  if count + l.cost <= capacity then
+    return 1, capacity - count - l.cost, l.period, 0
+  end
+
+  local reset, retry = 0, l.period
+  if count > 0 then
+    local newest = redis.call('ZREVRANGE', l.key, 0, 0, 'WITHSCORES')
+    reset = tonumber(newest[2]) + l.period - now
+  end
+  if l.cost <= capacity then
+    -- the (count + cost - capacity)-th oldest entry must leave the window
+    local oldest = redis.call('ZRANGEBYSCORE', l.key,
+      '(' .. string.format('%d', since), '+inf', 'WITHSCORES',
+      'LIMIT', count + l.cost - capacity - 1, 1)
+    retry = tonumber(oldest[2]) + l.period - now
+  end
+  return 0, capacity - count, reset, retry
+end
+
+function sliding_log.commit(l, now)
+  redis.call('ZREMRANGEBYSCORE', l.key, '-inf', string.format('%d', l.since))
+  local args = {}
+  for i = 1, l.cost do
+    -- unique while the time stands still: the count only grows then
+    args[#args + 1] = now
+    args[#args + 1] = string.format('%d:%d', now, l.count + i)
+  end
+  redis.call('ZADD', l.key, unpack(args))
+  redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000))
+end

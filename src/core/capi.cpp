@@ -1,0 +1,117 @@
+// The extern "C" face of the core: argument checks, and no exception ever
+// crosses into nginx.
+#include <cstring>
+#include <string>
+
+#include "algorithm.hpp"
+#include "key.hpp"
+#include "log.hpp"
+#include "rate.hpp"
+#include "reply.hpp"
+#include "rrl.h"
+
+using rrl::LogLevel;
+
+namespace {
+
+template <typename F, typename R>
+R guarded(const char* what, R on_error, F&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        rrl::log(LogLevel::error, std::string(what) + ": " + e.what());
+    } catch (...) {
+        rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
+    }
+    return on_error;
+}
+
+}  // namespace
+
+extern "C" {
+
+int rrl_algorithm_parse(const char* name, size_t len) noexcept {
+    const rrl::Algorithm* a = rrl::find_algorithm({name, len});
+    return a == nullptr ? RRL_ERROR : a->id;
+}
+
+const char* rrl_algorithm_name(int algorithm) noexcept {
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? nullptr : a->name.data();
+}
+
+int rrl_rate_parse(const char* text, size_t len, rrl_rate_t* rate) noexcept {
+    auto parsed = rrl::parse_rate({text, len});
+    if (!parsed) return RRL_ERROR;
+    rate->count = parsed->count;
+    rate->period_ms = parsed->period_ms;
+    return RRL_OK;
+}
+
+int rrl_time_parse_ms(const char* text, size_t len, uint64_t* ms) noexcept {
+    auto parsed = rrl::parse_time_ms({text, len});
+    if (!parsed) return RRL_ERROR;
+    *ms = *parsed;
+    return RRL_OK;
+}
+
+int rrl_zone_name_valid(const char* name, size_t len) noexcept {
+    return rrl::zone_name_valid({name, len}) ? 1 : 0;
+}
+
+size_t rrl_key_max_len(size_t zone_len) noexcept {
+    return rrl::key_max_len(zone_len);
+}
+
+size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
+                     int algorithm, const unsigned char* key,
+                     size_t key_len) noexcept {
+    return guarded("rrl_key_build", size_t{0}, [&] {
+        const rrl::Algorithm* a = rrl::algorithm(algorithm);
+        if (a == nullptr) return size_t{0};
+        std::string k = rrl::build_key(
+            {zone, zone_len}, *a,
+            {reinterpret_cast<const char*>(key), key_len});
+        std::memcpy(buf, k.data(), k.size());
+        return k.size();
+    });
+}
+
+size_t rrl_printable(char* buf, size_t size, const unsigned char* s,
+                     size_t len) noexcept {
+    if (size < 4) return 0;
+    return guarded("rrl_printable", size_t{0}, [&] {
+        std::string p = rrl::printable(
+            {reinterpret_cast<const char*>(s), len}, size - 3);
+        std::memcpy(buf, p.data(), p.size());
+        return p.size();
+    });
+}
+
+int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
+                     rrl_limit_result_t* limits,
+                     rrl_decision_t* decision) noexcept {
+    return guarded("rrl_reply_decode", RRL_ERROR, [&] {
+        std::string error;
+        auto d = rrl::decode_reply(values, n, nlimits, &error);
+        if (!d) {
+            rrl::log(LogLevel::error, "unexpected script reply: " + error);
+            return RRL_ERROR;
+        }
+        std::memcpy(limits, d->limits.data(),
+                    nlimits * sizeof(rrl_limit_result_t));
+        *decision = d->decision;
+        return RRL_OK;
+    });
+}
+
+int rrl_reply_error_kind(const char* text, size_t len) noexcept {
+    return rrl::is_noscript({text, len}) ? RRL_REPLY_NOSCRIPT
+                                         : RRL_REPLY_ERROR;
+}
+
+int64_t rrl_retry_after_seconds(int64_t retry_after_us) noexcept {
+    return rrl::retry_after_seconds(retry_after_us);
+}
+
+}  // extern "C"

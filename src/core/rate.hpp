@@ -1,0 +1,23 @@
+// Parsing of "rate=Nr/PERIOD" and of nginx time values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rrl {
+
+struct Rate {
+    std::uint64_t count;
+    std::uint64_t period_ms;
+};
+
+// nginx time syntax: "250ms", "10s", "5m", "1h30m", "2d", "1w"; a bare
+// number is seconds. Empty, zero-less garbage or overflow: nullopt.
+std::optional<std::uint64_t> parse_time_ms(std::string_view text);
+
+// "Nr/PERIOD" where PERIOD is a unit ("s", "m", "h", "d") meaning one of it,
+// or an nginx time ("10s"). N and PERIOD must be at least 1.
+std::optional<Rate> parse_rate(std::string_view text);
+
+}  // namespace rrl

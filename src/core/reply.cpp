@@ -1,0 +1,118 @@
+#include "reply.hpp"
+
+namespace rrl {
+
+namespace {
+
+constexpr std::int64_t us_per_s = 1000000;
+
+// Beyond a year of waiting a value is not a duration the script computes.
+constexpr std::int64_t max_duration_us = std::int64_t{366} * 86400 * us_per_s;
+
+bool is_flag(std::int64_t v) { return v == 0 || v == 1; }
+
+bool is_duration(std::int64_t v) { return v >= 0 && v <= max_duration_us; }
+
+// The limit the headers describe: the lowest remaining among the limits
+// that decided (all of them on a pass, the rejecting ones on a reject);
+// on a tie, the one that takes longest to recover.
+std::size_t reported_limit(const std::vector<rrl_limit_result_t>& limits,
+                           bool passed) {
+    std::size_t best = limits.size();
+    for (std::size_t i = 0; i < limits.size(); i++) {
+        const rrl_limit_result_t& l = limits[i];
+        if (!passed && l.passed) continue;
+        if (best == limits.size()) {
+            best = i;
+            continue;
+        }
+        const rrl_limit_result_t& b = limits[best];
+        std::int64_t l_wait = passed ? l.reset_after_us : l.retry_after_us;
+        std::int64_t b_wait = passed ? b.reset_after_us : b.retry_after_us;
+        if (l.remaining < b.remaining ||
+            (l.remaining == b.remaining && l_wait > b_wait)) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+std::int64_t seconds_up(std::int64_t us) {
+    if (us <= 0) return us / us_per_s;
+    return (us + us_per_s - 1) / us_per_s;
+}
+
+std::int64_t retry_after_seconds(std::int64_t retry_after_us) {
+    std::int64_t s = seconds_up(retry_after_us);
+    return s < 1 ? 1 : s;
+}
+
+bool is_noscript(std::string_view error_reply) {
+    return error_reply.substr(0, 9) == "NOSCRIPT " ||
+           error_reply == "NOSCRIPT";
+}
+
+std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
+                                    std::size_t nlimits, std::string* error) {
+    auto fail = [error](std::string why) -> std::optional<Decoded> {
+        if (error != nullptr) *error = std::move(why);
+        return std::nullopt;
+    };
+
+    if (nlimits == 0) return fail("no limits");
+    if (n != RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nlimits) {
+        return fail("reply has " + std::to_string(n) + " elements, expected " +
+                    std::to_string(RRL_REPLY_HEADER +
+                                   RRL_REPLY_PER_LIMIT * nlimits));
+    }
+
+    std::int64_t passed = values[0];
+    std::int64_t now_us = values[1];
+    if (!is_flag(passed)) return fail("bad decision " + std::to_string(passed));
+    if (now_us <= 0) return fail("bad time " + std::to_string(now_us));
+
+    Decoded d{};
+    d.limits.reserve(nlimits);
+    bool all_passed = true;
+
+    for (std::size_t i = 0; i < nlimits; i++) {
+        const std::int64_t* v = values + RRL_REPLY_HEADER +
+                                RRL_REPLY_PER_LIMIT * i;
+        rrl_limit_result_t l{static_cast<int>(v[0]), v[1], v[2], v[3]};
+        if (!is_flag(v[0]) || l.remaining < 0 ||
+            !is_duration(l.reset_after_us) ||
+            !is_duration(l.retry_after_us) ||
+            (l.passed && l.retry_after_us != 0) ||
+            (!l.passed && l.retry_after_us == 0)) {
+            return fail("bad result for limit " + std::to_string(i + 1));
+        }
+        all_passed = all_passed && l.passed;
+        d.limits.push_back(l);
+    }
+
+    if (all_passed != (passed == 1)) return fail("inconsistent decision");
+
+    rrl_decision_t& decision = d.decision;
+    decision.passed = static_cast<int>(passed);
+    decision.now_us = now_us;
+    decision.reported = reported_limit(d.limits, all_passed);
+
+    const rrl_limit_result_t& shown = d.limits[decision.reported];
+    decision.remaining = shown.remaining;
+    decision.reset_unix = seconds_up(now_us + shown.reset_after_us);
+    decision.retry_after = 0;
+
+    if (!all_passed) {
+        std::int64_t wait = 0;
+        for (const rrl_limit_result_t& l : d.limits) {
+            if (!l.passed && l.retry_after_us > wait) wait = l.retry_after_us;
+        }
+        decision.retry_after = retry_after_seconds(wait);
+    }
+
+    return d;
+}
+
+}  // namespace rrl

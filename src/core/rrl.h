@@ -1,0 +1,123 @@
+/*
+ * The C API of the rate limiter core: the only header the nginx shim
+ * includes from the core. Every function is noexcept: failures come back
+ * as return codes and, where useful, a message through the log callback.
+ */
+
+#ifndef RRL_H
+#define RRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define RRL_NOEXCEPT noexcept
+extern "C" {
+#else
+#define RRL_NOEXCEPT
+#endif
+
+#define RRL_OK     0
+#define RRL_ERROR  -1
+
+#define RRL_LOG_ERR   0
+#define RRL_LOG_WARN  1
+#define RRL_LOG_INFO  2
+
+typedef void (*rrl_log_pt)(void *data, int level, const char *msg);
+
+void rrl_set_logger(rrl_log_pt handler, void *data) RRL_NOEXCEPT;
+
+
+typedef enum {
+    RRL_FIXED_WINDOW = 0,
+    RRL_SLIDING_LOG,
+    RRL_ALGORITHM_COUNT
+} rrl_algorithm_e;
+
+/* "fixed_window" -> RRL_FIXED_WINDOW; RRL_ERROR when unknown */
+int rrl_algorithm_parse(const char *name, size_t len) RRL_NOEXCEPT;
+const char *rrl_algorithm_name(int algorithm) RRL_NOEXCEPT;
+
+
+typedef struct {
+    uint64_t  count;       /* N in "Nr/PERIOD" */
+    uint64_t  period_ms;   /* PERIOD */
+} rrl_rate_t;
+
+/* "10r/s", "240r/h", "5r/10s", "100r/1m30s" */
+int rrl_rate_parse(const char *text, size_t len, rrl_rate_t *rate)
+    RRL_NOEXCEPT;
+
+/* nginx time syntax ("10s", "5m", "1h30m", "250ms", plain "7" = seconds) */
+int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
+
+
+/* Zone names become part of Redis keys: printable, no blanks, no braces. */
+int rrl_zone_name_valid(const char *name, size_t len) RRL_NOEXCEPT;
+
+/* Longest key rrl_key_build() writes for a zone name of zone_len bytes. */
+size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
+
+/*
+ * Writes the Redis key of one client key in one zone into buf (at least
+ * rrl_key_max_len() bytes) and returns its length, 0 on error.
+ * Client keys over RRL_KEY_RAW_MAX bytes are replaced by their SHA-1.
+ */
+#define RRL_KEY_RAW_MAX  128
+
+size_t rrl_key_build(char *buf, const char *zone, size_t zone_len,
+    int algorithm, const unsigned char *key, size_t key_len) RRL_NOEXCEPT;
+
+/* Writes a printable, escaped copy of s (for logs); returns its length. */
+size_t rrl_printable(char *buf, size_t size, const unsigned char *s,
+    size_t len) RRL_NOEXCEPT;
+
+
+/* The Lua script run by EVALSHA, and its SHA-1 in 40 hex digits. */
+const char *rrl_script(size_t *len) RRL_NOEXCEPT;
+const char *rrl_script_sha1(void) RRL_NOEXCEPT;
+
+/* Number of ARGV entries the script takes: 1 + RRL_ARGS_PER_LIMIT * n. */
+#define RRL_ARGS_PER_LIMIT   5
+#define RRL_REPLY_HEADER     2
+#define RRL_REPLY_PER_LIMIT  4
+
+
+typedef struct {
+    int      passed;
+    int64_t  remaining;        /* after this request, >= 0 */
+    int64_t  reset_after_us;   /* until usage is back to zero */
+    int64_t  retry_after_us;   /* until a retry passes; 0 when passed */
+} rrl_limit_result_t;
+
+typedef struct {
+    int       passed;          /* every limit passed */
+    int64_t   now_us;          /* Redis TIME seen by the script */
+    size_t    reported;        /* the limit shown in headers */
+    int64_t   remaining;       /* of the reported limit */
+    int64_t   reset_unix;      /* seconds, rounded up */
+    int64_t   retry_after;     /* seconds, rounded up, >= 1; 0 if passed */
+} rrl_decision_t;
+
+/*
+ * Decodes the script's reply, given as the integers of its array, into one
+ * result per limit and the decision for the request.
+ */
+int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
+    rrl_limit_result_t *limits, rrl_decision_t *decision) RRL_NOEXCEPT;
+
+#define RRL_REPLY_ERROR     0
+#define RRL_REPLY_NOSCRIPT  1
+
+/* Classifies an error reply ("NOSCRIPT No matching script..."). */
+int rrl_reply_error_kind(const char *text, size_t len) RRL_NOEXCEPT;
+
+/* Whole seconds, rounded up, at least 1. */
+int64_t rrl_retry_after_seconds(int64_t retry_after_us) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_H */

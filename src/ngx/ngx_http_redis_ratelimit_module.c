@@ -1,0 +1,1438 @@
+
+/*
+ * ngx_http_redis_ratelimit_module: limits requests against a Redis shared
+ * by a fleet of nginx servers. Directives, the preaccess-phase handler and
+ * the variables live here; the Redis link, the header filter and the
+ * algorithms (in the C++ core and Lua scripts) live beside it.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+
+
+#define NGX_HTTP_REDIS_RATELIMIT_NEW      0
+#define NGX_HTTP_REDIS_RATELIMIT_WAITING  1
+#define NGX_HTTP_REDIS_RATELIMIT_DECIDED  2
+#define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
+
+#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT  100
+
+
+static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg);
+static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_fail(ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
+static void ngx_http_redis_ratelimit_core_log(void *data, int level,
+    const char *msg);
+
+static ngx_int_t ngx_http_redis_ratelimit_status_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_redis_ratelimit_remaining_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+
+static void *ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf,
+    void *conf);
+static void *ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf,
+    void *parent, void *child);
+static ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
+    ngx_array_t *limits);
+static char *ngx_http_redis_ratelimit_server(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_redis_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_redis_ratelimit_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_redis_ratelimit_init_process(ngx_cycle_t *cycle);
+static void ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_conf_enum_t  ngx_http_redis_ratelimit_headers_values[] = {
+    { ngx_string("off"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF },
+    { ngx_string("legacy"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_redis_ratelimit_fail_values[] = {
+    { ngx_string("open"), NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN },
+    { ngx_string("closed"), NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_redis_ratelimit_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
+
+    { ngx_string("redis_ratelimit_server"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_redis_ratelimit_server,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("redis_ratelimit_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_redis_ratelimit_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("redis_ratelimit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_http_redis_ratelimit,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("redis_ratelimit_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, status_code),
+      NULL },
+
+    { ngx_string("redis_ratelimit_dry_run"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, dry_run),
+      NULL },
+
+    { ngx_string("redis_ratelimit_headers"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_enum,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, headers),
+      &ngx_http_redis_ratelimit_headers_values },
+
+    { ngx_string("redis_ratelimit_fail"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_enum,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, fail),
+      &ngx_http_redis_ratelimit_fail_values },
+
+    { ngx_string("redis_ratelimit_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_enum,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, log_level),
+      &ngx_http_redis_ratelimit_log_levels },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_redis_ratelimit_module_ctx = {
+    ngx_http_redis_ratelimit_add_variables, /* preconfiguration */
+    ngx_http_redis_ratelimit_init,         /* postconfiguration */
+
+    ngx_http_redis_ratelimit_create_main_conf, /* create main configuration */
+    ngx_http_redis_ratelimit_init_main_conf, /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_redis_ratelimit_create_loc_conf, /* create location configuration */
+    ngx_http_redis_ratelimit_merge_loc_conf /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_redis_ratelimit_module = {
+    NGX_MODULE_V1,
+    &ngx_http_redis_ratelimit_module_ctx,  /* module context */
+    ngx_http_redis_ratelimit_commands,     /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_redis_ratelimit_init_process, /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_redis_ratelimit_exit_process, /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
+
+    { ngx_string("redis_ratelimit_status"), NULL,
+      ngx_http_redis_ratelimit_status_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("redis_ratelimit_remaining"), NULL,
+      ngx_http_redis_ratelimit_remaining_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_str_t  ngx_http_redis_ratelimit_status_text[] = {
+    ngx_null_string,
+    ngx_string("PASSED"),
+    ngx_string("REJECTED"),
+    ngx_string("REJECTED_DRY_RUN"),
+    ngx_string("FAILED_OPEN"),
+    ngx_string("FAILED_CLOSED")
+};
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                             rc;
+    ngx_pool_cleanup_t                   *cln;
+    ngx_http_redis_ratelimit_ctx_t       *ctx;
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx) {
+        switch (ctx->state) {
+
+        case NGX_HTTP_REDIS_RATELIMIT_WAITING:
+            return NGX_AGAIN;
+
+        case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
+            ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+            return ctx->rc;
+
+        default:
+            /* limited once already, before an internal redirect */
+            return NGX_DECLINED;
+        }
+    }
+
+    rlcf = ngx_http_get_module_loc_conf(r, ngx_http_redis_ratelimit_module);
+
+    if (rlcf->limits.nelts == 0) {
+        return NGX_DECLINED;
+    }
+
+    /* in a pool cleanup, so that it survives internal redirects */
+    cln = ngx_pool_cleanup_add(r->pool,
+                               sizeof(ngx_http_redis_ratelimit_ctx_t));
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = cln->data;
+    ngx_memzero(ctx, sizeof(ngx_http_redis_ratelimit_ctx_t));
+    ctx->conf = rlcf;
+
+    cln->handler = ngx_http_redis_ratelimit_ctx_cleanup;
+    ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+
+    rc = ngx_http_redis_ratelimit_prepare(r, rlcf, ctx);
+
+    if (rc != NGX_OK) {
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return rc;
+    }
+
+    if (ctx->nlimits == 0) {
+        /* every key was empty: no limit applies */
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return NGX_DECLINED;
+    }
+
+    ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
+                                              ngx_http_redis_ratelimit_done);
+
+    if (ctx->call == NULL) {
+        ngx_http_redis_ratelimit_fail(ctx);
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return ctx->rc;
+    }
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
+
+    r->main->count++;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    return NGX_AGAIN;
+}
+
+
+/* evaluates keys and costs and builds the EVALSHA arguments */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    u_char                                *p;
+    size_t                                 len, *argvlen;
+    ngx_str_t                              key, cost, *keys, *arg;
+    ngx_uint_t                             i, n, nkeys;
+    const char                           **argv;
+    ngx_http_redis_ratelimit_zone_t       *zone;
+    ngx_http_redis_ratelimit_limit_t      *limits, **active;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+
+    limits = rlcf->limits.elts;
+    n = rlcf->limits.nelts;
+
+    active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
+    keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    arg = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    argv = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(char *));
+    argvlen = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(size_t));
+
+    if (active == NULL || keys == NULL || arg == NULL || argv == NULL
+        || argvlen == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    nkeys = 0;
+
+    for (i = 0; i < n; i++) {
+        zone = limits[i].zone;
+
+        if (ngx_http_complex_value(r, &zone->key, &key) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (key.len == 0) {
+            continue;
+        }
+
+        if (ngx_http_redis_ratelimit_cost(r, &limits[i], &cost) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = ngx_pnalloc(r->pool, rrl_key_max_len(zone->name.len));
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        len = rrl_key_build((char *) p, (char *) zone->name.data,
+                            zone->name.len, zone->algorithm, key.data,
+                            key.len);
+        if (len == 0) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        active[nkeys] = &limits[i];
+        keys[nkeys] = key;
+        arg[nkeys] = cost;
+
+        argv[3 + nkeys] = (char *) p;
+        argvlen[3 + nkeys] = len;
+
+        nkeys++;
+    }
+
+    ctx->nlimits = nkeys;
+    ctx->limits = active;
+    ctx->keys = keys;
+
+    if (nkeys == 0) {
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    argv[0] = "EVALSHA";
+    argvlen[0] = sizeof("EVALSHA") - 1;
+    argv[1] = (char *) rmcf->script_sha1.data;
+    argvlen[1] = rmcf->script_sha1.len;
+    argv[2] = (char *) p;
+    argvlen[2] = ngx_sprintf(p, "%ui", nkeys) - p;
+
+    /* ARGV[1]: no injected time, the script asks Redis */
+    argv[3 + nkeys] = "";
+    argvlen[3 + nkeys] = 0;
+
+    ctx->argc = 4 + nkeys;
+
+    for (i = 0; i < nkeys; i++) {
+        zone = active[i]->zone;
+
+#define ngx_http_redis_ratelimit_push(s)                                      \
+        argv[ctx->argc] = (char *) (s).data;                                  \
+        argvlen[ctx->argc++] = (s).len
+
+        ngx_http_redis_ratelimit_push(zone->algorithm_arg);
+        ngx_http_redis_ratelimit_push(zone->limit_arg);
+        ngx_http_redis_ratelimit_push(zone->period_arg);
+        ngx_http_redis_ratelimit_push(zone->burst_arg);
+        ngx_http_redis_ratelimit_push(arg[i]);
+
+#undef ngx_http_redis_ratelimit_push
+    }
+
+    ctx->argv = argv;
+    ctx->argvlen = argvlen;
+
+    ctx->result.capacity = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nkeys;
+    ctx->result.values = ngx_palloc(r->pool,
+                                    ctx->result.capacity * sizeof(int64_t));
+    ctx->limit_results = ngx_palloc(r->pool,
+                                    nkeys * sizeof(rrl_limit_result_t));
+
+    if (ctx->result.values == NULL || ctx->limit_results == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A cost from a variable that is not a positive integer counts as 1 (a
+ * client must not escape its limit by sending "0" or garbage); one above
+ * the maximum counts as the maximum, which no limit can grant.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg)
+{
+    u_char      *p;
+    ngx_str_t    value;
+    ngx_uint_t   i, cost;
+
+    if (limit->cost_value == NULL) {
+        *arg = limit->cost_arg;
+        return NGX_OK;
+    }
+
+    if (ngx_http_complex_value(r, limit->cost_value, &value) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    cost = 0;
+
+    for (i = 0; i < value.len; i++) {
+        if (value.data[i] < '0' || value.data[i] > '9') {
+            cost = 0;
+            break;
+        }
+
+        if (cost <= NGX_HTTP_REDIS_RATELIMIT_MAX_COST) {
+            cost = cost * 10 + (value.data[i] - '0');
+        }
+    }
+
+    if (cost == 0) {
+        cost = 1;
+
+    } else if (cost > NGX_HTTP_REDIS_RATELIMIT_MAX_COST) {
+        cost = NGX_HTTP_REDIS_RATELIMIT_MAX_COST;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    arg->data = p;
+    arg->len = ngx_sprintf(p, "%ui", cost) - p;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    ngx_connection_t  *c;
+
+    ngx_http_redis_ratelimit_decide(r, ctx);
+
+    c = r->connection;
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    /* drops the reference taken when the request was parked */
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    ngx_http_core_run_phases(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_result_t     *result;
+    ngx_http_redis_ratelimit_loc_conf_t   *rlcf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rlcf = ctx->conf;
+    result = &ctx->result;
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DECIDED;
+
+    if (result->rc != NGX_OK) {
+        rmcf = ngx_http_get_module_main_conf(r,
+                                             ngx_http_redis_ratelimit_module);
+
+        ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: request to %V failed: "
+                                     "%*s", &rmcf->server, result->error_len,
+                                     result->error);
+        ngx_http_redis_ratelimit_fail(ctx);
+        return;
+    }
+
+    if (rrl_reply_decode(result->values, result->nvalues, ctx->nlimits,
+                         ctx->limit_results, &ctx->decision)
+        != RRL_OK)
+    {
+        /* the core has logged what was wrong with the reply */
+        ngx_http_redis_ratelimit_fail(ctx);
+        return;
+    }
+
+    ctx->decided = 1;
+
+    if (ctx->decision.passed) {
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+
+    if (rlcf->dry_run) {
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN;
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
+    ctx->rc = rlcf->status_code;
+}
+
+
+static void
+ngx_http_redis_ratelimit_fail(ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED) {
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED;
+        ctx->rc = ctx->conf->status_code;
+        return;
+    }
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN;
+    ctx->rc = NGX_DECLINED;
+}
+
+
+static void
+ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    size_t                            len;
+    ngx_str_t                        *key;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+    u_char                            printable[256];
+
+    zone = ctx->limits[ctx->decision.reported]->zone;
+    key = &ctx->keys[ctx->decision.reported];
+
+    len = rrl_printable((char *) printable, sizeof(printable), key->data,
+                        key->len);
+
+    ngx_log_error(ctx->conf->log_level, r->connection->log, 0,
+                  "limiting requests%s by zone \"%V\", key \"%*s\", "
+                  "rate %V, retry after %Ls",
+                  ctx->conf->dry_run ? ", dry run," : "", &zone->name,
+                  len, printable, &zone->rate,
+                  (int64_t) ctx->decision.retry_after);
+}
+
+
+ngx_http_redis_ratelimit_ctx_t *
+ngx_http_redis_ratelimit_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    r = r->main;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_redis_ratelimit_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    /* an internal redirect wiped r->ctx; the pool still holds ours */
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_redis_ratelimit_ctx_cleanup) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+            return ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_redis_ratelimit_ctx_cleanup(void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    if (ctx->call) {
+        /* the client went away with the reply in flight */
+        ngx_http_redis_ratelimit_call_detach(ctx->call);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_status_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx == NULL || ctx->status == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = ngx_http_redis_ratelimit_status_text[ctx->status].len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = ngx_http_redis_ratelimit_status_text[ctx->status].data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_remaining_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                          *p;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx == NULL || !ctx->decided) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(p, "%L", (int64_t) ctx->decision.remaining) - p;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = p;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_core_log(void *data, int level, const char *msg)
+{
+    ngx_uint_t  ngx_level;
+
+    if (level == RRL_LOG_ERR) {
+        /* about replies: a broken Redis must not flood the log */
+        ngx_http_redis_ratelimit_log_failure(ngx_cycle->log,
+                                             "redis_ratelimit: %s", msg);
+        return;
+    }
+
+    ngx_level = (level == RRL_LOG_WARN) ? NGX_LOG_WARN : NGX_LOG_INFO;
+
+    ngx_log_error(ngx_level, ngx_cycle->log, 0, "redis_ratelimit: %s", msg);
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_redis_ratelimit_main_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->server = { 0, NULL };
+     *     conf->host = { 0, NULL };
+     *     conf->unix_path = { 0, NULL };
+     *     conf->password = { 0, NULL };
+     *     conf->db = 0;
+     */
+
+    if (ngx_array_init(&conf->zones, cf->pool, 4,
+                       sizeof(ngx_http_redis_ratelimit_zone_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return conf;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    const char  *sha1;
+
+    if (rmcf->zones.nelts && rmcf->server.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"redis_ratelimit_zone\" is used, "
+                      "but no \"redis_ratelimit_server\" is defined");
+        return NGX_CONF_ERROR;
+    }
+
+    sha1 = rrl_script_sha1();
+    if (sha1 == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rmcf->script_sha1.data = (u_char *) sha1;
+    rmcf->script_sha1.len = ngx_strlen(sha1);
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_redis_ratelimit_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->limits.elts = NULL;
+     */
+
+    conf->status_code = NGX_CONF_UNSET_UINT;
+    conf->dry_run = NGX_CONF_UNSET;
+    conf->headers = NGX_CONF_UNSET_UINT;
+    conf->fail = NGX_CONF_UNSET_UINT;
+    conf->log_level = NGX_CONF_UNSET_UINT;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *prev = parent;
+    ngx_http_redis_ratelimit_loc_conf_t *conf = child;
+
+    if (conf->limits.elts == NULL) {
+        conf->limits = prev->limits;
+    }
+
+    if (ngx_http_redis_ratelimit_resolve_limits(cf, &conf->limits) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_merge_uint_value(conf->status_code, prev->status_code,
+                              NGX_HTTP_TOO_MANY_REQUESTS);
+
+    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
+
+    ngx_conf_merge_uint_value(conf->headers, prev->headers,
+                              NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY);
+
+    ngx_conf_merge_uint_value(conf->fail, prev->fail,
+                              NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN);
+
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
+
+    return NGX_CONF_OK;
+}
+
+
+/* zones may be defined after the "redis_ratelimit" lines that use them */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
+{
+    ngx_uint_t                             i, j;
+    ngx_http_redis_ratelimit_zone_t       *zones;
+    ngx_http_redis_ratelimit_limit_t      *limit;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_redis_ratelimit_module);
+
+    limit = limits->elts;
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < limits->nelts; i++) {
+
+        if (limit[i].zone) {
+            continue;
+        }
+
+        for (j = 0; j < rmcf->zones.nelts; j++) {
+            if (zones[j].name.len == limit[i].zone_name.len
+                && ngx_strncmp(zones[j].name.data, limit[i].zone_name.data,
+                               zones[j].name.len)
+                   == 0)
+            {
+                limit[i].zone = &zones[j];
+                break;
+            }
+        }
+
+        if (limit[i].zone == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown zone \"%V\" in \"redis_ratelimit\" "
+                          "directive in %s:%ui", &limit[i].zone_name,
+                          limit[i].file, limit[i].line);
+            return NGX_ERROR;
+        }
+
+        if (limit[i].cost_value == NULL
+            && limit[i].cost > limit[i].zone->limit + limit[i].zone->burst)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "cost=%ui is more than zone \"%V\" can ever allow "
+                          "(%ui) in \"redis_ratelimit\" directive in %s:%ui",
+                          limit[i].cost, &limit[i].zone_name,
+                          limit[i].zone->limit + limit[i].zone->burst,
+                          limit[i].file, limit[i].line);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    u_char              *p;
+    ngx_int_t            db;
+    ngx_str_t           *value, s;
+    ngx_url_t            u;
+    ngx_uint_t           i;
+    ngx_msec_t           ms;
+    struct sockaddr_un  *saun;
+
+    if (rmcf->server.len) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = value[1];
+    u.default_port = 6379;
+
+    /* resolves names now: hiredis would block the worker on DNS */
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        if (u.err) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%s in \"%V\" of the \"%V\" directive",
+                               u.err, &u.url, &cmd->name);
+        }
+
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no address for \"%V\" in \"%V\" directive",
+                           &u.url, &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    rmcf->server = value[1];
+
+    if (u.family == AF_UNIX) {
+        saun = (struct sockaddr_un *) u.addrs[0].sockaddr;
+
+        rmcf->unix_path.len = ngx_strlen(saun->sun_path);
+
+        p = ngx_pnalloc(cf->pool, rmcf->unix_path.len + 1);
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *ngx_cpymem(p, saun->sun_path, rmcf->unix_path.len) = '\0';
+        rmcf->unix_path.data = p;
+
+    } else {
+        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        rmcf->host.len = ngx_sock_ntop(u.addrs[0].sockaddr,
+                                       u.addrs[0].socklen, p,
+                                       NGX_SOCKADDR_STRLEN, 0);
+        p[rmcf->host.len] = '\0';
+        rmcf->host.data = p;
+        rmcf->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+    }
+
+    rmcf->timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
+    rmcf->connect_timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
+            || ngx_strncmp(value[i].data, "connect_timeout=", 16) == 0)
+        {
+            s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            ms = ngx_parse_time(&s, 0);
+            if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid timeout \"%V\" in \"%V\" "
+                                   "directive", &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            if (value[i].data[0] == 't') {
+                rmcf->timeout = ms;
+
+            } else {
+                rmcf->connect_timeout = ms;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "password=", 9) == 0) {
+            rmcf->password.data = value[i].data + 9;
+            rmcf->password.len = value[i].len - 9;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "db=", 3) == 0) {
+            db = ngx_atoi(value[i].data + 3, value[i].len - 3);
+            if (db == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid db \"%V\" in \"%V\" directive",
+                                   &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            rmcf->db = db;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" in \"%V\" directive",
+                           &value[i], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    u_char                            *p;
+    ngx_int_t                          burst;
+    ngx_str_t                         *value, s;
+    ngx_uint_t                         i;
+    rrl_rate_t                         rate;
+    ngx_http_redis_ratelimit_zone_t   *zone, *zones;
+    ngx_http_compile_complex_value_t   ccv;
+
+    value = cf->args->elts;
+
+    zone = ngx_array_push(&rmcf->zones);
+    if (zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(zone, sizeof(ngx_http_redis_ratelimit_zone_t));
+
+    zone->algorithm = RRL_FIXED_WINDOW;
+    zone->file = cf->conf_file->file.name.data;
+    zone->line = cf->conf_file->line;
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &value[1];
+    ccv.complex_value = &zone->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+            zone->name.data = value[i].data + 5;
+            zone->name.len = value[i].len - 5;
+
+            if (!rrl_zone_name_valid((char *) zone->name.data,
+                                     zone->name.len))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone name \"%V\" in \"%V\" "
+                                   "directive", &zone->name, &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "rate=", 5) == 0) {
+            zone->rate.data = value[i].data + 5;
+            zone->rate.len = value[i].len - 5;
+
+            if (rrl_rate_parse((char *) zone->rate.data, zone->rate.len,
+                               &rate)
+                != RRL_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid rate \"%V\" in \"%V\" directive",
+                                   &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->limit = (ngx_uint_t) rate.count;
+            zone->period = (ngx_msec_t) rate.period_ms;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "algorithm=", 10) == 0) {
+            zone->algorithm = rrl_algorithm_parse((char *) value[i].data + 10,
+                                                  value[i].len - 10);
+            if (zone->algorithm == RRL_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid algorithm \"%V\" in \"%V\" "
+                                   "directive", &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "burst=", 6) == 0) {
+            burst = ngx_atoi(value[i].data + 6, value[i].len - 6);
+            if (burst == NGX_ERROR
+                || burst > NGX_HTTP_REDIS_RATELIMIT_MAX_COST)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid burst value \"%V\" in \"%V\" "
+                                   "directive", &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->burst = burst;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" in \"%V\" directive",
+                           &value[i], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (zone->name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone\" parameter",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (zone->limit == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"rate\" parameter",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts - 1; i++) {
+        if (zones[i].name.len == zone->name.len
+            && ngx_strncmp(zones[i].name.data, zone->name.data,
+                           zone->name.len)
+               == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "zone \"%V\" is duplicate in \"%V\" "
+                               "directive, first defined in %s:%ui",
+                               &zone->name, &cmd->name, zones[i].file,
+                               zones[i].line);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    /* the script's arguments and the header value, formatted once */
+
+    p = ngx_pnalloc(cf->pool, 4 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    zone->algorithm_arg.data = (u_char *) rrl_algorithm_name(zone->algorithm);
+    zone->algorithm_arg.len = ngx_strlen(zone->algorithm_arg.data);
+
+    s.data = p;
+    s.len = ngx_sprintf(p, "%ui", zone->limit) - p;
+    zone->limit_arg = s;
+    p += s.len;
+
+    s.data = p;
+    s.len = ngx_sprintf(p, "%M", zone->period) - p;
+    zone->period_arg = s;
+    p += s.len;
+
+    s.data = p;
+    s.len = ngx_sprintf(p, "%ui", zone->burst) - p;
+    zone->burst_arg = s;
+    p += s.len;
+
+    s.data = p;
+    s.len = ngx_sprintf(p, "%ui", zone->limit + zone->burst) - p;
+    zone->capacity_value = s;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_redis_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
+
+    ngx_int_t                          cost;
+    ngx_str_t                         *value, s;
+    ngx_uint_t                         i;
+    ngx_http_redis_ratelimit_limit_t  *limit, *limits;
+    ngx_http_compile_complex_value_t   ccv;
+
+    value = cf->args->elts;
+
+    if (rlcf->limits.elts == NULL) {
+        if (ngx_array_init(&rlcf->limits, cf->pool, 1,
+                           sizeof(ngx_http_redis_ratelimit_limit_t))
+            != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    limit = ngx_array_push(&rlcf->limits);
+    if (limit == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(limit, sizeof(ngx_http_redis_ratelimit_limit_t));
+
+    limit->cost = 1;
+    ngx_str_set(&limit->cost_arg, "1");
+    limit->file = cf->conf_file->file.name.data;
+    limit->line = cf->conf_file->line;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+            limit->zone_name.data = value[i].data + 5;
+            limit->zone_name.len = value[i].len - 5;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "cost=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            if (s.len && s.data[0] == '$') {
+                limit->cost_value = ngx_palloc(cf->pool,
+                                            sizeof(ngx_http_complex_value_t));
+                if (limit->cost_value == NULL) {
+                    return NGX_CONF_ERROR;
+                }
+
+                ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+                ccv.cf = cf;
+                ccv.value = &s;
+                ccv.complex_value = limit->cost_value;
+
+                if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+                    return NGX_CONF_ERROR;
+                }
+
+                continue;
+            }
+
+            cost = ngx_atoi(s.data, s.len);
+            if (cost == NGX_ERROR || cost == 0
+                || cost > NGX_HTTP_REDIS_RATELIMIT_MAX_COST)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid cost \"%V\" in \"%V\" directive, "
+                                   "it must be a number from 1 to %d "
+                                   "or a variable", &value[i], &cmd->name,
+                                   NGX_HTTP_REDIS_RATELIMIT_MAX_COST);
+                return NGX_CONF_ERROR;
+            }
+
+            limit->cost = cost;
+            limit->cost_arg = s;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" in \"%V\" directive",
+                           &value[i], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (limit->zone_name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone\" parameter",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    limits = rlcf->limits.elts;
+
+    for (i = 0; i < rlcf->limits.nelts - 1; i++) {
+        if (limits[i].zone_name.len == limit->zone_name.len
+            && ngx_strncmp(limits[i].zone_name.data, limit->zone_name.data,
+                           limit->zone_name.len)
+               == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "zone \"%V\" is duplicate in \"%V\" "
+                               "directive", &limit->zone_name, &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    char  *p = conf;
+
+    ngx_int_t    status;
+    ngx_str_t   *value;
+    ngx_uint_t  *field;
+
+    field = (ngx_uint_t *) (p + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    status = ngx_atoi(value[1].data, value[1].len);
+
+    if (status < 400 || status > 599) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "it must be a status code from 400 to 599",
+                           &value[1], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    *field = status;
+
+    return NGX_CONF_OK;
+}
+
+
+/* like ngx_conf_set_enum_slot(), with an error that names the directive */
+
+static char *
+ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char  *p = conf;
+
+    u_char           *last;
+    ngx_str_t        *value;
+    ngx_uint_t       *field, i;
+    ngx_conf_enum_t  *e;
+    u_char            allowed[NGX_MAX_CONF_ERRSTR];
+
+    field = (ngx_uint_t *) (p + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    e = cmd->post;
+
+    for (i = 0; e[i].name.len != 0; i++) {
+        if (e[i].name.len == value[1].len
+            && ngx_strcasecmp(e[i].name.data, value[1].data) == 0)
+        {
+            *field = e[i].value;
+            return NGX_CONF_OK;
+        }
+    }
+
+    last = allowed;
+
+    for (i = 0; e[i].name.len != 0; i++) {
+        last = ngx_slprintf(last, allowed + sizeof(allowed), "%s\"%V\"",
+                            i == 0 ? "" : (e[i + 1].name.len ? ", " : " or "),
+                            &e[i].name);
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid value \"%V\" in \"%V\" directive, "
+                       "it must be %*s", &value[1], &cmd->name,
+                       (size_t) (last - allowed), allowed);
+
+    return NGX_CONF_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_redis_ratelimit_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    rrl_set_logger(ngx_http_redis_ratelimit_core_log, NULL);
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* where limit_req runs: before access checks, so "satisfy" is moot */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_redis_ratelimit_handler;
+
+    return ngx_http_redis_ratelimit_headers_init(cf);
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    rmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_redis_ratelimit_module);
+
+    if (rmcf == NULL || rmcf->server.len == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_redis_ratelimit_link_init(cycle, rmcf);
+}
+
+
+static void
+ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_redis_ratelimit_link_exit();
+}

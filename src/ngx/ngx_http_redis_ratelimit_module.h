@@ -1,0 +1,166 @@
+
+/*
+ * Types shared by the shim's files: configuration, the per-request context
+ * and the Redis call API of the per-worker link.
+ */
+
+
+#ifndef _NGX_HTTP_REDIS_RATELIMIT_MODULE_H_INCLUDED_
+#define _NGX_HTTP_REDIS_RATELIMIT_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "rrl.h"
+
+
+#define NGX_HTTP_REDIS_RATELIMIT_PASSED            1
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          2
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  3
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       4
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     5
+
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         0
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
+
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
+
+#define NGX_HTTP_REDIS_RATELIMIT_MAX_COST          1000000000
+
+
+typedef struct {
+    ngx_str_t                    name;
+    ngx_http_complex_value_t     key;
+    ngx_int_t                    algorithm;
+    ngx_uint_t                   limit;       /* N of rate=Nr/PERIOD */
+    ngx_uint_t                   burst;
+    ngx_msec_t                   period;
+    ngx_str_t                    rate;        /* as written, for logs */
+
+    /* the script's ARGV for this zone, formatted once */
+    ngx_str_t                    algorithm_arg;
+    ngx_str_t                    limit_arg;
+    ngx_str_t                    period_arg;
+    ngx_str_t                    burst_arg;
+    ngx_str_t                    capacity_value; /* X-RateLimit-Limit */
+
+    u_char                      *file;
+    ngx_uint_t                   line;
+} ngx_http_redis_ratelimit_zone_t;
+
+
+typedef struct {
+    ngx_str_t                    zone_name;
+    ngx_http_redis_ratelimit_zone_t  *zone;   /* resolved at merge */
+    ngx_http_complex_value_t    *cost_value; /* NULL: constant cost */
+    ngx_uint_t                   cost;
+    ngx_str_t                    cost_arg;
+
+    u_char                      *file;
+    ngx_uint_t                   line;
+} ngx_http_redis_ratelimit_limit_t;
+
+
+typedef struct {
+    ngx_str_t                    server;      /* as written */
+    ngx_str_t                    host;        /* numeric, resolved */
+    in_port_t                    port;
+    ngx_str_t                    unix_path;   /* unix: sockets */
+    ngx_msec_t                   timeout;
+    ngx_msec_t                   connect_timeout;
+    ngx_str_t                    password;
+    ngx_int_t                    db;
+
+    ngx_array_t                  zones;       /* of zone_t */
+
+    ngx_str_t                    script_sha1;
+} ngx_http_redis_ratelimit_main_conf_t;
+
+
+typedef struct {
+    ngx_array_t                  limits;      /* of limit_t */
+    ngx_uint_t                   status_code;
+    ngx_flag_t                   dry_run;
+    ngx_uint_t                   headers;
+    ngx_uint_t                   fail;
+    ngx_uint_t                   log_level;
+} ngx_http_redis_ratelimit_loc_conf_t;
+
+
+/* what a Redis call brings back; lives in the request's context */
+typedef struct {
+    ngx_int_t                    rc;          /* NGX_OK: values are set */
+    int64_t                     *values;
+    size_t                       nvalues;
+    size_t                       capacity;
+    u_char                       error[128];  /* why, when not NGX_OK */
+    size_t                       error_len;
+} ngx_http_redis_ratelimit_result_t;
+
+
+typedef struct ngx_http_redis_ratelimit_call_s  ngx_http_redis_ratelimit_call_t;
+
+typedef void (*ngx_http_redis_ratelimit_done_pt)(ngx_http_request_t *r,
+    void *data);
+
+
+typedef struct {
+    ngx_uint_t                   state;
+    ngx_int_t                    rc;          /* the handler's answer */
+    ngx_uint_t                   status;      /* $redis_ratelimit_status */
+    ngx_http_redis_ratelimit_loc_conf_t  *conf;
+    ngx_http_redis_ratelimit_call_t      *call;
+
+    ngx_uint_t                   nlimits;     /* those with a key */
+    ngx_http_redis_ratelimit_limit_t    **limits;
+    ngx_str_t                   *keys;
+
+    int                          argc;
+    const char                 **argv;
+    size_t                      *argvlen;
+
+    ngx_http_redis_ratelimit_result_t  result;
+    rrl_limit_result_t          *limit_results;
+    rrl_decision_t               decision;
+
+    unsigned                     decided:1;   /* decision is valid */
+    unsigned                     headers_done:1;
+} ngx_http_redis_ratelimit_ctx_t;
+
+
+ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
+    ngx_http_request_t *r);
+
+/* link: one Redis connection per worker */
+ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf);
+void ngx_http_redis_ratelimit_link_exit(void);
+
+/*
+ * Sends the script call of argv; "done" runs once, from the event loop,
+ * after the reply, an error, or the timeout. Returns NULL when the call
+ * cannot be made now (no connection): the caller decides at once.
+ */
+ngx_http_redis_ratelimit_call_t *ngx_http_redis_ratelimit_call(
+    ngx_http_request_t *r, ngx_http_redis_ratelimit_ctx_t *ctx,
+    ngx_http_redis_ratelimit_done_pt done);
+
+/* The request goes away: "done" will not run, and the reply is dropped. */
+void ngx_http_redis_ratelimit_call_detach(
+    ngx_http_redis_ratelimit_call_t *call);
+
+/* Errors logged at most once a second per worker. */
+void ngx_http_redis_ratelimit_log_failure(ngx_log_t *log, const char *fmt,
+    ...);
+
+/* headers */
+ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
+
+
+extern ngx_module_t  ngx_http_redis_ratelimit_module;
+
+
+#endif /* _NGX_HTTP_REDIS_RATELIMIT_MODULE_H_INCLUDED_ */
