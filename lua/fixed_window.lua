@@ -25,7 +25,8 @@ function fixed_window.check(l, now)
   if count > 0 then reset = window_end - now end
   local retry = window_end - now
   if l.cost > capacity then retry = l.period end
-  return 0, capacity - count, reset, retry
+  -- count may exceed a capacity lowered since it was stored
+  return 0, math.max(0, capacity - count), reset, retry
 end
 
 function fixed_window.commit(l)

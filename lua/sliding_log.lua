@@ -26,7 +26,8 @@ function sliding_log.check(l, now)
       'LIMIT', count + l.cost - capacity - 1, 1)
     retry = tonumber(oldest[2]) + l.period - now
   end
-  return 0, capacity - count, reset, retry
+  -- count may exceed a capacity lowered since it was stored
+  return 0, math.max(0, capacity - count), reset, retry
 end
 
 function sliding_log.commit(l, now)

@@ -82,7 +82,7 @@ size_t rrl_printable(char* buf, size_t size, const unsigned char* s,
     if (size < 4) return 0;
     return guarded("rrl_printable", size_t{0}, [&] {
         std::string p = rrl::printable(
-            {reinterpret_cast<const char*>(s), len}, size - 3);
+            {reinterpret_cast<const char*>(s), len}, size);
         std::memcpy(buf, p.data(), p.size());
         return p.size();
     });

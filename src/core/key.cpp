@@ -18,7 +18,11 @@ static_assert(key_raw_max == RRL_KEY_RAW_MAX);
 bool zone_name_valid(std::string_view zone) {
     if (zone.empty()) return false;
     for (char c : zone) {
-        if (c <= ' ' || c > '~' || c == '{' || c == '}') return false;
+        // ':' separates the zone from the client key: "a:b" + "c" must not
+        // share a key with "a" + "b:c"
+        if (c <= ' ' || c > '~' || c == '{' || c == '}' || c == ':') {
+            return false;
+        }
     }
     return true;
 }
@@ -47,21 +51,32 @@ std::string build_key(std::string_view zone, const Algorithm& algorithm,
 
 std::string printable(std::string_view bytes, std::size_t max_len) {
     static const char digits[] = "0123456789abcdef";
+    constexpr std::string_view ellipsis = "...";
+
     std::string out;
+    std::size_t cut = std::string::npos;  // where "..." goes if needed
 
     for (unsigned char c : bytes) {
-        std::size_t need = (c < ' ' || c > '~' || c == '"' || c == '\\') ? 4 : 1;
-        if (out.size() + need > max_len) {
-            out.append("...");
+        char piece[4] = {static_cast<char>(c)};
+        std::size_t n = 1;
+        if (c < ' ' || c > '~' || c == '"' || c == '\\') {
+            piece[0] = '\\';
+            piece[1] = 'x';
+            piece[2] = digits[c >> 4];
+            piece[3] = digits[c & 0xf];
+            n = 4;
+        }
+
+        if (cut == std::string::npos &&
+            out.size() + n + ellipsis.size() > max_len) {
+            cut = out.size();
+        }
+        if (out.size() + n > max_len) {
+            out.resize(cut);
+            out.append(ellipsis);
             break;
         }
-        if (need == 4) {
-            out.append("\\x");
-            out.push_back(digits[c >> 4]);
-            out.push_back(digits[c & 0xf]);
-        } else {
-            out.push_back(static_cast<char>(c));
-        }
+        out.append(piece, n);
     }
 
     return out;

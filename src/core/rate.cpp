@@ -1,7 +1,5 @@
 #include "rate.hpp"
 
-#include <limits>
-
 namespace rrl {
 
 namespace {
@@ -36,6 +34,7 @@ std::optional<std::uint64_t> parse_time_ms(std::string_view text) {
     if (text.empty()) return std::nullopt;
 
     std::uint64_t total = 0;
+    std::uint64_t previous_scale = ~std::uint64_t{0};
     std::size_t i = 0;
 
     while (i < text.size()) {
@@ -50,7 +49,9 @@ std::optional<std::uint64_t> parse_time_ms(std::string_view text) {
 
         std::optional<std::uint64_t> scale =
             unit.empty() ? std::optional<std::uint64_t>{1000} : unit_ms(unit);
-        if (!scale) return std::nullopt;
+        // as nginx: each unit smaller than the one before ("1h30m", not "30m1h")
+        if (!scale || *scale >= previous_scale) return std::nullopt;
+        previous_scale = *scale;
 
         if (*number > max_ms / *scale) return std::nullopt;
         total += *number * *scale;

@@ -13,7 +13,8 @@ struct Rate {
 };
 
 // nginx time syntax: "250ms", "10s", "5m", "1h30m", "2d", "1w"; a bare
-// number is seconds. Empty, zero-less garbage or overflow: nullopt.
+// number is seconds; units in decreasing order, each once. Empty, garbage
+// or overflow: nullopt.
 std::optional<std::uint64_t> parse_time_ms(std::string_view text);
 
 // "Nr/PERIOD" where PERIOD is a unit ("s", "m", "h", "d") meaning one of it,

@@ -69,7 +69,10 @@ size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
 size_t rrl_key_build(char *buf, const char *zone, size_t zone_len,
     int algorithm, const unsigned char *key, size_t key_len) RRL_NOEXCEPT;
 
-/* Writes a printable, escaped copy of s (for logs); returns its length. */
+/*
+ * Writes a printable, escaped copy of s (for logs) of at most size bytes,
+ * size >= 4, cut with "..." if needed; returns its length.
+ */
 size_t rrl_printable(char *buf, size_t size, const unsigned char *s,
     size_t len) RRL_NOEXCEPT;
 
