@@ -12,8 +12,9 @@ keep=0
 
 "$top/scripts/install-deps.sh"
 echo "building..."
-"$top/scripts/build.sh" "$top/build" > "$top/build.log" 2>&1 \
-    || { tail -30 "$top/build.log"; exit 1; }
+mkdir -p "$top/build"
+"$top/scripts/build.sh" "$top/build" > "$top/build/build.log" 2>&1 \
+    || { tail -30 "$top/build/build.log"; exit 1; }
 
 dir=$(mktemp -d /tmp/redis-ratelimit-demo.XXXXXX)
 chmod 755 "$dir"

@@ -32,5 +32,7 @@ cd "$build/nginx-src"
     > "$build/nginx-configure.log" 2>&1 \
     || { cat "$build/nginx-configure.log" >&2; exit 1; }
 
-make -s -f "$build/nginx-objs/Makefile" modules
+# a make of its own, not a child of CMake's jobserver
+env -u MAKEFLAGS -u MFLAGS make -s -j "$(nproc)" \
+    -f "$build/nginx-objs/Makefile" modules
 cp "$build/nginx-objs/ngx_http_redis_ratelimit_module.so" "$build/"
