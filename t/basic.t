@@ -9,6 +9,7 @@ use strict;
 use warnings;
 
 use FindBin;
+use IO::Socket::INET;
 use lib "$FindBin::Bin/lib";
 use POSIX qw(ceil);
 use Test::More;
@@ -177,6 +178,21 @@ $r = $n->get('/proxy/x3?key=p');
 is($r->{status}, 429, 'proxied request 3: 429');
 unlike($r->{body}, qr/backend/, 'proxied request 3: the backend was not asked');
 is($t->redis('GET', 'rrl:{proxied:p}:fw'), "$window:2", 'proxied: Redis state');
+
+# keepalive: four pipelined requests on one connection, each limited
+
+{
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $n->port,
+        Proto => 'tcp', Timeout => 5);
+    print $s join '', map { "GET /?key=ka HTTP/1.1\r\nHost: localhost\r\n"
+        . ($_ == 4 ? "Connection: close\r\n" : '') . "\r\n" } 1 .. 4;
+    local $/;
+    my $all = <$s> // '';
+    my @st = $all =~ m{^HTTP/1\.1 (\d{3}) }mg;
+    my @rem = $all =~ m{^X-RateLimit-Remaining: (\d+)\r$}mg;
+    is("@st", '200 200 200 429', 'keepalive: each pipelined request limited');
+    is("@rem", '2 1 0 0', 'keepalive: remaining per request');
+}
 
 # the variables in the access log
 

@@ -60,6 +60,10 @@ my @bad = (
         '"redis_ratelimit_zone" must have "zone" parameter in FILE:LINE'],
     ['zone name with a brace', http_conf("    redis_ratelimit_zone \$a \"zone=a{b\" rate=1r/s; # HERE\n"),
         'invalid zone name "a{b" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['zone name with a colon', http_conf("    redis_ratelimit_zone \$a zone=a:b rate=1r/s; # HERE\n"),
+        'invalid zone name "a:b" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['rate with units out of order', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/30m1h; # HERE\n"),
+        'invalid rate "rate=5r/30m1h" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['negative burst', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s burst=-1; # HERE\n"),
         'invalid burst value "burst=-1" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['unknown zone parameter', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s foo=1; # HERE\n"),
@@ -148,9 +152,11 @@ for my $case (@bad) {
 # zones without a server: a message of its own
 
 {
-    my ($out, $rc) = $t->nginx_t("http {\n    redis_ratelimit_zone \$a zone=z rate=5r/m;\n}\n");
+    my ($out, $rc, $file, $text) =
+        $t->nginx_t("http {\n    redis_ratelimit_zone \$a zone=z rate=5r/m;\n}\n");
+    my $line = RRL::Test::line_of($text, qr/zone=z/);
     isnt($rc, 0, 'zone without a server: nginx -t fails');
-    like($out, qr/^nginx: \[emerg\] "redis_ratelimit_zone" is used, but no "redis_ratelimit_server" is defined( in \S+:\d+)?$/m,
+    like($out, qr/^nginx: \[emerg\] "redis_ratelimit_zone" is used in \Q$file\E:$line, but no "redis_ratelimit_server" is defined$/m,
         'zone without a server: message');
 }
 

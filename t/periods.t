@@ -2,7 +2,8 @@
 
 # Periods: the rate syntax (s, m, h, d, nginx times such as 1m30s or
 # 1500ms), fixed windows aligned on the Unix epoch and starting afresh at
-# their end, and long periods (accepted by nginx -t, so they must limit).
+# their end, and long periods up to the maximum of 365 days, which must
+# limit like short ones; longer ones are refused by nginx -t.
 
 use strict;
 use warnings;
@@ -22,8 +23,8 @@ my $conf = "http {\n    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n";
 my @zones = (
     [two_s => 'rate=3r/2s'],
     [ninety => 'rate=2r/1m30s'], [ms => 'rate=2r/1500ms'], [minute => 'rate=2r/m'],
-    [day => 'rate=2r/d'], [year_sl => 'rate=2r/366d algorithm=sliding_log'],
-    [long_sl => 'rate=2r/400d algorithm=sliding_log'], [long_fw => 'rate=2r/36500d'],
+    [day => 'rate=2r/d'], [year_sl => 'rate=2r/365d algorithm=sliding_log'],
+    [year_fw => 'rate=2r/365d'], [week_fw => 'rate=2r/52w'],
 );
 $conf .= "    redis_ratelimit_zone \$arg_key zone=$_->[0] $_->[1];\n" for @zones;
 $conf .= "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
@@ -82,13 +83,23 @@ is($r->{h}{'x-ratelimit-reset'}, $dend, 'r/d: Reset at midnight UTC');
 # long periods limit like short ones
 
 is(join(', ', three($n, '/year_sl/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
-    'rate=2r/366d sliding_log: limits');
-is(join(', ', three($n, '/long_sl/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
-    'rate=2r/400d sliding_log: limits');
-is(join(', ', three($n, '/long_fw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
-    'rate=2r/36500d fixed_window: limits');
+    'rate=2r/365d sliding_log: limits');
+is(join(', ', three($n, '/year_fw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=2r/365d fixed_window: limits');
+is(join(', ', three($n, '/week_fw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=2r/52w fixed_window: limits');
 
 my ($out, $rc) = $t->nginx_t($conf);
 is($rc, 0, 'nginx -t accepts every one of these rates') or diag($out);
+
+for my $rate ('2r/366d', '2r/365d1ms', '2r/53w') {
+    my $bad = "http {\n    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n"
+        . "    redis_ratelimit_zone \$arg_key zone=z rate=$rate;\n}\n";
+    my ($out, $rc, $file, $text) = $t->nginx_t($bad);
+    my $line = RRL::Test::line_of($text, qr/zone=z/);
+    isnt($rc, 0, "rate=$rate: longer than 365 days, refused");
+    like($out, qr/invalid rate "rate=\Q$rate\E" in "redis_ratelimit_zone" directive in \Q$file\E:$line$/m,
+        "rate=$rate: message names the rate and the line");
+}
 
 $t->done_testing;

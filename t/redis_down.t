@@ -174,4 +174,21 @@ $took = wait_passed($n, '/open/?key=restart', 3);
 ok(defined $took && $took < 2.5, 'quick restart: limiting resumed '
     . (defined $took ? sprintf('after %.2f s', $took) : 'never'));
 
+# Redis killed while a call is in flight
+
+$t->signal_redis('STOP');
+my $s = RRL::Test::http_send($n->port, 'GET', '/closed/?key=inflight');
+sleep 0.03;
+$t->signal_redis('KILL');
+$t->stop_redis;
+$r = RRL::Test::http_read($s);
+is($r->{status}, 429, 'Redis killed mid-call, fail closed: 429');
+is($r->{h}{'x-rl-status'}, 'FAILED_CLOSED', 'Redis killed mid-call: FAILED_CLOSED');
+ok($r->{time} < 1, sprintf('Redis killed mid-call: fast (%.3f s)', $r->{time}));
+
+$t->start_redis;
+$took = wait_passed($n, '/open/?key=afterkill', 3);
+ok(defined $took && $took < 2.5, 'after the kill: limiting resumed '
+    . (defined $took ? sprintf('after %.2f s', $took) : 'never'));
+
 $t->done_testing;

@@ -60,6 +60,16 @@ is($r->{status}, 429, 'reload with 3r/h: the 4th request is over the new rate');
 is($r->{h}{'x-ratelimit-limit'}, 3, 'reload with 3r/h: the new Limit');
 is($t->redis('GET', 'rrl:{rl:r}:fw'), "$w:3", 'the state kept across reloads');
 
+# a rate lowered below what was already counted: rejected, Remaining 0
+
+$n->reload(conf('2r/h'));
+
+$r = $n->get('/?key=r');
+is($r->{status}, 429, 'reload with 2r/h, 3 counted: 429');
+is($r->{h}{'x-rl-status'}, 'REJECTED', 'reload with 2r/h: REJECTED, not a failure');
+is($r->{h}{'x-ratelimit-limit'}, 2, 'reload with 2r/h: Limit 2');
+is($r->{h}{'x-ratelimit-remaining'}, 0, 'reload with 2r/h: Remaining 0, not negative');
+
 my ($clients, $since) = (0, time);
 while (time - $since < 5) {
     $clients = grep { /name=nginx-redis-ratelimit/ } $t->redis('CLIENT', 'LIST');

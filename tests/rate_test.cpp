@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RateCase{"2r/30", 2, 30000},  // bare number: seconds
                       RateCase{"1000000000r/s", 1000000000, 1000},
                       // the largest period: 2^52 ms, rounded down to seconds
-                      RateCase{"1r/4503599627370s", 1, 4503599627370000}));
+                      RateCase{"1r/365d", 1, 31536000000}));
 
 class RateRejected : public ::testing::TestWithParam<const char*> {};
 
@@ -80,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "1r/4503599627371s",        // just over 2^52 ms
                       "1r/999999999999999w",      // overflows the multiply
                       "1r/4503599627370s1000ms",  // sum just over 2^52 ms
-                      "1r/99999999999999999999s"));
+                      "1r/99999999999999999999s",
+                      "1r/366d", "1r/365d1ms", "1r/53w"));  // over 365 days
 
 // The C API takes a length: bytes after it are not part of the rate.
 TEST(RateParse, CApiHonoursLength) {

@@ -6,6 +6,10 @@ namespace {
 
 constexpr std::uint64_t max_ms = std::uint64_t{1} << 52;
 
+// The longest PERIOD: longer ones are not rate limits, and every duration
+// the script returns stays within what the reply check accepts.
+constexpr std::uint64_t max_period_ms = std::uint64_t{365} * 86400 * 1000;
+
 std::optional<std::uint64_t> unit_ms(std::string_view unit) {
     if (unit == "ms") return 1;
     if (unit == "s") return 1000;
@@ -78,7 +82,9 @@ std::optional<Rate> parse_rate(std::string_view text) {
         period_ms = parse_time_ms(period);
     }
 
-    if (!period_ms || *period_ms == 0) return std::nullopt;
+    if (!period_ms || *period_ms == 0 || *period_ms > max_period_ms) {
+        return std::nullopt;
+    }
 
     return Rate{*count, *period_ms};
 }

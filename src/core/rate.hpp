@@ -18,7 +18,7 @@ struct Rate {
 std::optional<std::uint64_t> parse_time_ms(std::string_view text);
 
 // "Nr/PERIOD" where PERIOD is a unit ("s", "m", "h", "d") meaning one of it,
-// or an nginx time ("10s"). N and PERIOD must be at least 1.
+// or an nginx time ("10s"). N is 1 to 10^9; PERIOD 1 ms to 365 days.
 std::optional<Rate> parse_rate(std::string_view text);
 
 }  // namespace rrl

@@ -6,7 +6,8 @@ namespace {
 
 constexpr std::int64_t us_per_s = 1000000;
 
-// Beyond a year of waiting a value is not a duration the script computes.
+// Periods are at most 365 days (rate.cpp): longer is not a duration the
+// script computes.
 constexpr std::int64_t max_duration_us = std::int64_t{366} * 86400 * us_per_s;
 
 bool is_flag(std::int64_t v) { return v == 0 || v == 1; }

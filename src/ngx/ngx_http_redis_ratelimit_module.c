@@ -732,12 +732,16 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
 
-    const char  *sha1;
+    const char                       *sha1;
+    ngx_http_redis_ratelimit_zone_t  *zone;
 
     if (rmcf->zones.nelts && rmcf->server.len == 0) {
+        zone = rmcf->zones.elts;
+
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"redis_ratelimit_zone\" is used, "
-                      "but no \"redis_ratelimit_server\" is defined");
+                      "\"redis_ratelimit_zone\" is used in %s:%ui, "
+                      "but no \"redis_ratelimit_server\" is defined",
+                      zone->file, zone->line);
         return NGX_CONF_ERROR;
     }
 

@@ -17,6 +17,7 @@ package RRL::Test;
 #   $t->done_testing;                   # stops everything, checks error logs
 #
 # Environment: RRL_MODULE (the .so), RRL_NGINX (the nginx binary),
+# RRL_NGINX_PRELOAD (LD_PRELOAD for nginx only, e.g. the ASan runtime),
 # RRL_TEST_KEEP=1 keeps the temporary directory.
 
 use strict;
@@ -50,6 +51,10 @@ sub module_path {
 }
 
 sub nginx_binary { $ENV{RRL_NGINX} // '/usr/sbin/nginx' }
+
+# RRL_NGINX_PRELOAD: a library preloaded into nginx only (the ASan runtime,
+# when the module is built with sanitizers and nginx is not)
+sub nginx_preload { $ENV{RRL_NGINX_PRELOAD} // $ENV{LD_PRELOAD} // '' }
 
 sub which {
     my ($prog) = @_;
@@ -396,6 +401,7 @@ sub start_nginx {
     );
     push @{ $self->{nginx} }, $inst;
 
+    local $ENV{LD_PRELOAD} = nginx_preload();
     my $out = `@{[nginx_binary()]} -p $ndir/ -c $ndir/nginx.conf -e $ndir/error.log 2>&1`;
     croak "nginx$n failed to start (rc " . ($? >> 8) . "): $out"
         . read_file("$ndir/error.log") if $?;
@@ -435,6 +441,7 @@ sub nginx_t {
     close $fh;
     chmod 0644, $file;
 
+    local $ENV{LD_PRELOAD} = nginx_preload();
     my $out = `@{[nginx_binary()]} -t -p $tdir/ -c $file -e $tdir/error.log 2>&1`;
     my $rc = $? >> 8;
 
