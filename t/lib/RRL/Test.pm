@@ -484,6 +484,14 @@ sub done_testing {
             or Test::More::diag(join "\n", @bad);
     }
 
+    # under ASan/UBSan (scripts/test.sh with RRL_ASAN=1) reports go to files
+    my @reports = map { /log_path=([^:]+)/ ? glob("$1.*") : () }
+        grep { defined } @ENV{qw(ASAN_OPTIONS UBSAN_OPTIONS)};
+    if (grep { defined } @ENV{qw(ASAN_OPTIONS UBSAN_OPTIONS)}) {
+        Test::More::ok(!@reports, 'no sanitizer reports')
+            or Test::More::diag(join '', map { read_file($_) } @reports);
+    }
+
     $self->stop_redis;
     Test::More::done_testing();
 }
