@@ -53,6 +53,8 @@ struct ngx_http_redis_ratelimit_call_s {
 
 static void ngx_http_redis_ratelimit_connect(
     ngx_http_redis_ratelimit_link_t *link);
+static void ngx_http_redis_ratelimit_schedule_reconnect(
+    ngx_http_redis_ratelimit_link_t *link);
 static void ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_connect_timeout_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac,
@@ -200,6 +202,20 @@ ngx_http_redis_ratelimit_connect(ngx_http_redis_ratelimit_link_t *link)
     return;
 
 retry:
+
+    ngx_http_redis_ratelimit_schedule_reconnect(link);
+}
+
+
+static void
+ngx_http_redis_ratelimit_schedule_reconnect(
+    ngx_http_redis_ratelimit_link_t *link)
+{
+    if (link->exiting || ngx_exiting || ngx_terminate || ngx_quit
+        || link->reconnect_timer.timer_set)
+    {
+        return;
+    }
 
     if (link->backoff == 0) {
         link->backoff = NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MIN;
@@ -485,21 +501,7 @@ ngx_http_redis_ratelimit_cleanup(void *data)
         ngx_del_timer(&link->connect_timer);
     }
 
-    if (link->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
-        return;
-    }
-
-    if (link->backoff == 0) {
-        link->backoff = NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MIN;
-
-    } else {
-        link->backoff = ngx_min(link->backoff * 2,
-                                NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX);
-    }
-
-    if (!link->reconnect_timer.timer_set) {
-        ngx_add_timer(&link->reconnect_timer, link->backoff);
-    }
+    ngx_http_redis_ratelimit_schedule_reconnect(link);
 }
 
 

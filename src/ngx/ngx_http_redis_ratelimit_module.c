@@ -51,6 +51,8 @@ static char *ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
 static ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
     ngx_array_t *limits);
+static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static char *ngx_http_redis_ratelimit_server(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf,
@@ -821,8 +823,7 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
 static ngx_int_t
 ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
 {
-    ngx_uint_t                             i, j;
-    ngx_http_redis_ratelimit_zone_t       *zones;
+    ngx_uint_t                             i;
     ngx_http_redis_ratelimit_limit_t      *limit;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
@@ -830,7 +831,6 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
                                               ngx_http_redis_ratelimit_module);
 
     limit = limits->elts;
-    zones = rmcf->zones.elts;
 
     for (i = 0; i < limits->nelts; i++) {
 
@@ -838,16 +838,8 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
             continue;
         }
 
-        for (j = 0; j < rmcf->zones.nelts; j++) {
-            if (zones[j].name.len == limit[i].zone_name.len
-                && ngx_strncmp(zones[j].name.data, limit[i].zone_name.data,
-                               zones[j].name.len)
-                   == 0)
-            {
-                limit[i].zone = &zones[j];
-                break;
-            }
-        }
+        limit[i].zone = ngx_http_redis_ratelimit_find_zone(rmcf,
+                                                          &limit[i].zone_name);
 
         if (limit[i].zone == NULL) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -871,6 +863,27 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
     }
 
     return NGX_OK;
+}
+
+
+static ngx_http_redis_ratelimit_zone_t *
+ngx_http_redis_ratelimit_find_zone(ngx_http_redis_ratelimit_main_conf_t *rmcf,
+    ngx_str_t *name)
+{
+    ngx_uint_t                        i;
+    ngx_http_redis_ratelimit_zone_t  *zones;
+
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zones[i].name.len == name->len
+            && ngx_strncmp(zones[i].name.data, name->data, name->len) == 0)
+        {
+            return &zones[i];
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -1014,7 +1027,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t                         *value, s;
     ngx_uint_t                         i;
     rrl_rate_t                         rate;
-    ngx_http_redis_ratelimit_zone_t   *zone, *zones;
+    ngx_http_redis_ratelimit_zone_t   *zone, *first;
     ngx_http_compile_complex_value_t   ccv;
 
     value = cf->args->elts;
@@ -1125,21 +1138,17 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    zones = rmcf->zones.elts;
+    /* the zone being defined is the last one: find an earlier namesake */
+    rmcf->zones.nelts--;
+    first = ngx_http_redis_ratelimit_find_zone(rmcf, &zone->name);
+    rmcf->zones.nelts++;
 
-    for (i = 0; i < rmcf->zones.nelts - 1; i++) {
-        if (zones[i].name.len == zone->name.len
-            && ngx_strncmp(zones[i].name.data, zone->name.data,
-                           zone->name.len)
-               == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "zone \"%V\" is duplicate in \"%V\" "
-                               "directive, first defined in %s:%ui",
-                               &zone->name, &cmd->name, zones[i].file,
-                               zones[i].line);
-            return NGX_CONF_ERROR;
-        }
+    if (first) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is duplicate in \"%V\" "
+                           "directive, first defined in %s:%ui",
+                           &zone->name, &cmd->name, first->file, first->line);
+        return NGX_CONF_ERROR;
     }
 
     /* the script's arguments and the header value, formatted once */
