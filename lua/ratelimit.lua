@@ -4,12 +4,16 @@
 --
 -- KEYS[i]: the state of limit i.
 -- ARGV[1]: "" or the time in microseconds;
--- ARGV[2 + 5(i-1) ..]: algorithm, limit, period (ms), burst, cost.
+-- ARGV[2 + 5(i-1) ..]: algorithm, limit, period (ms), burst (as the
+--   algorithm uses it: see rrl_burst()), cost.
 -- Reply: passed, now (us), then per limit:
 --   passed, remaining, reset after (us), retry after (us).
 local algorithms = {
   fixed_window = fixed_window,
   sliding_log = sliding_log,
+  sliding_window = sliding_window,
+  token_bucket = token_bucket,
+  leaky_bucket = leaky_bucket,
 }
 
 local now

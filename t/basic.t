@@ -23,8 +23,8 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=basic rate=3r/h;
-    redis_ratelimit_zone $arg_key zone=proxied rate=2r/h;
+    redis_ratelimit_zone $arg_key zone=basic rate=3r/h algorithm=fixed_window;
+    redis_ratelimit_zone $arg_key zone=proxied rate=2r/h algorithm=fixed_window;
 
     log_format rl '$request_uri $status $redis_ratelimit_status '
                   '$redis_ratelimit_remaining';
@@ -115,8 +115,9 @@ for my $i (4 .. 5) {
 is($t->redis('GET', 'rrl:{basic:a}:fw'), "$window:3",
     'Redis state: rejected requests consumed nothing');
 
-my $pttl = $t->redis('PTTL', 'rrl:{basic:a}:fw');
+# the time first: PTTL only shrinks after it
 my $now = $t->redis_time;
+my $pttl = $t->redis('PTTL', 'rrl:{basic:a}:fw');
 cmp_ok($pttl, '>', 0, 'the key expires');
 cmp_ok($pttl, '<=', ($wend - $now) * 1000 + 50, 'the key expires at the window end');
 

@@ -21,9 +21,9 @@ worker_processes %%WORKERS%%;
 
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=global rate=10r/h;
+    redis_ratelimit_zone $arg_key zone=global rate=10r/h algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=slog rate=4r/h algorithm=sliding_log;
-    redis_ratelimit_zone $arg_key zone=many rate=25r/h;
+    redis_ratelimit_zone $arg_key zone=many rate=25r/h algorithm=fixed_window;
 
     server {
         listen 127.0.0.1:%%PORT%%;

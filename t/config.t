@@ -49,8 +49,16 @@ my @bad = (
         'invalid rate "rate=5r/ms" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['rate over a zero period', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/0s; # HERE\n"),
         'invalid rate "rate=5r/0s" in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['unknown algorithm', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=leaky_bucket; # HERE\n"),
-        'invalid algorithm "algorithm=leaky_bucket" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['unknown algorithm', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=bogus_bucket; # HERE\n"),
+        'invalid algorithm "algorithm=bogus_bucket" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['algorithm names are case-sensitive', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=GCRA; # HERE\n"),
+        'invalid algorithm "algorithm=GCRA" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['empty algorithm', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=; # HERE\n"),
+        'invalid algorithm "algorithm=" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['token_bucket with burst=0', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=token_bucket burst=0; # HERE\n"),
+        '"burst=0" leaves no room for any request with "algorithm=token_bucket" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['token_bucket with burst=0 first', http_conf("    redis_ratelimit_zone \$a zone=z burst=0 rate=5r/s algorithm=token_bucket; # HERE\n"),
+        '"burst=0" leaves no room for any request with "algorithm=token_bucket" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['duplicate zone', http_conf("    redis_ratelimit_zone \$a zone=x rate=5r/s; # FIRST\n"
             . "    redis_ratelimit_zone \$b zone=x rate=1r/m; # HERE\n"),
         'zone "x" is duplicate in "redis_ratelimit_zone" directive, first defined in FILE:FIRST in FILE:LINE'],
@@ -110,6 +118,63 @@ my @bad = (
             . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
             . "        redis_ratelimit zone=b cost=8; # HERE\n    }\n"),
         'cost=8 is more than zone "b" can ever allow (7) in "redis_ratelimit" directive in FILE:LINE'],
+
+    # a constant cost over what each algorithm can ever allow (X-RateLimit-Limit)
+    ['cost over the capacity, fixed_window',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=fixed_window burst=1;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=7; # HERE\n    }\n"),
+        'cost=7 is more than zone "c" can ever allow (6) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, sliding_log',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=sliding_log burst=1;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=7; # HERE\n    }\n"),
+        'cost=7 is more than zone "c" can ever allow (6) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, sliding_window (the default)',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=6; # HERE\n    }\n"),
+        'cost=6 is more than zone "c" can ever allow (5) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, sliding_window with burst',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=sliding_window burst=3;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=9; # HERE\n    }\n"),
+        'cost=9 is more than zone "c" can ever allow (8) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, token_bucket: the bucket is N',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=token_bucket;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=6; # HERE\n    }\n"),
+        'cost=6 is more than zone "c" can ever allow (5) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, token_bucket: the bucket is burst, not N + burst',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=token_bucket burst=2;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=3; # HERE\n    }\n"),
+        'cost=3 is more than zone "c" can ever allow (2) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, token_bucket: a bucket larger than N',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=token_bucket burst=9;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=10; # HERE\n    }\n"),
+        'cost=10 is more than zone "c" can ever allow (9) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, leaky_bucket: burst 0 allows 1',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=leaky_bucket;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=2; # HERE\n    }\n"),
+        'cost=2 is more than zone "c" can ever allow (1) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, leaky_bucket: burst B allows B + 1',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=leaky_bucket burst=3;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=5; # HERE\n    }\n"),
+        'cost=5 is more than zone "c" can ever allow (4) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, gcra: as leaky_bucket',
+        http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=gcra burst=3;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=c cost=5; # HERE\n    }\n"),
+        'cost=5 is more than zone "c" can ever allow (4) in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost over the capacity, leaky_bucket zone defined after its use',
+        http_conf("    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        location / {\n            redis_ratelimit zone=later cost=3; # HERE\n        }\n    }\n"
+            . "    redis_ratelimit_zone \$a zone=later rate=100r/s algorithm=leaky_bucket burst=1;\n"),
+        'cost=3 is more than zone "later" can ever allow (2) in "redis_ratelimit" directive in FILE:LINE'],
 
     ['status 399', in_location('redis_ratelimit_status 399; # HERE'),
         'invalid value "399" in "redis_ratelimit_status" directive, it must be a status code from 400 to 599 in FILE:LINE'],
@@ -222,6 +287,39 @@ EOF2
 http {
     redis_ratelimit_server unix:/tmp/redis.sock;
     redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+}
+EOF2
+    ['every algorithm, and gcra, at its largest constant cost', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    redis_ratelimit_zone $arg_k zone=fw rate=5r/m algorithm=fixed_window burst=1;
+    redis_ratelimit_zone $arg_k zone=sl rate=5r/m algorithm=sliding_log burst=1;
+    redis_ratelimit_zone $arg_k zone=sw rate=5r/m algorithm=sliding_window burst=1;
+    redis_ratelimit_zone $arg_k zone=dflt rate=5r/m burst=1;
+    redis_ratelimit_zone $arg_k zone=tb rate=5r/m algorithm=token_bucket;
+    redis_ratelimit_zone $arg_k zone=tb2 rate=5r/m algorithm=token_bucket burst=2;
+    redis_ratelimit_zone $arg_k zone=tb1 rate=5r/m algorithm=token_bucket burst=1;
+    redis_ratelimit_zone $arg_k zone=lb rate=5r/m algorithm=leaky_bucket;
+    redis_ratelimit_zone $arg_k zone=lb0 rate=5r/m algorithm=leaky_bucket burst=0;
+    redis_ratelimit_zone $arg_k zone=lb3 rate=5r/m algorithm=leaky_bucket burst=3;
+    redis_ratelimit_zone $arg_k zone=gcra rate=5r/m algorithm=gcra burst=3;
+    redis_ratelimit_zone $arg_k zone=sw0 rate=5r/m algorithm=sliding_window burst=0;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /fw/ { redis_ratelimit zone=fw cost=6; }
+        location /sl/ { redis_ratelimit zone=sl cost=6; }
+        location /sw/ { redis_ratelimit zone=sw cost=6; }
+        location /dflt/ { redis_ratelimit zone=dflt cost=6; }
+        location /tb/ { redis_ratelimit zone=tb cost=5; }
+        location /tb2/ { redis_ratelimit zone=tb2 cost=2; }
+        location /tb1/ { redis_ratelimit zone=tb1 cost=1; }
+        location /lb/ { redis_ratelimit zone=lb cost=1; }
+        location /lb0/ { redis_ratelimit zone=lb0; }
+        location /lb3/ { redis_ratelimit zone=lb3 cost=4; }
+        location /gcra/ { redis_ratelimit zone=gcra cost=4; }
+        location /sw0/ { redis_ratelimit zone=sw0 cost=5; }
+        location /var/ { redis_ratelimit zone=lb cost=$arg_cost; }
+    }
 }
 EOF2
     ['the module loaded, not used', <<'EOF2'],

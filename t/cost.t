@@ -19,7 +19,7 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF2');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=c rate=5r/h;
+    redis_ratelimit_zone $arg_key zone=c rate=5r/h algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=cs rate=5r/h algorithm=sliding_log;
 
     server {

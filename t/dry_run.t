@@ -19,7 +19,7 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF2');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=dz rate=2r/h;
+    redis_ratelimit_zone $arg_key zone=dz rate=2r/h algorithm=fixed_window;
 
     server {
         listen 127.0.0.1:%%PORT%%;

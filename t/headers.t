@@ -21,7 +21,7 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF2');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=h rate=3r/h burst=2;
+    redis_ratelimit_zone $arg_key zone=h rate=3r/h burst=2 algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=hs rate=2r/10s burst=1 algorithm=sliding_log;
 
     server {

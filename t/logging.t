@@ -20,8 +20,8 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF2');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $http_x_key zone=lz rate=1r/h;
-    redis_ratelimit_zone $binary_remote_addr zone=ip rate=1r/h;
+    redis_ratelimit_zone $http_x_key zone=lz rate=1r/h algorithm=fixed_window;
+    redis_ratelimit_zone $binary_remote_addr zone=ip rate=1r/h algorithm=fixed_window;
 
     server {
         listen 127.0.0.1:%%PORT%%;

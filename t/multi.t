@@ -20,10 +20,10 @@ $t->start_redis;
 my $n = $t->start_nginx(<<'EOF');
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_a zone=A rate=5r/h;
-    redis_ratelimit_zone $arg_b zone=B rate=2r/h;
-    redis_ratelimit_zone $arg_h zone=H rate=4r/h;
-    redis_ratelimit_zone $arg_d zone=D rate=2r/d;
+    redis_ratelimit_zone $arg_a zone=A rate=5r/h algorithm=fixed_window;
+    redis_ratelimit_zone $arg_b zone=B rate=2r/h algorithm=fixed_window;
+    redis_ratelimit_zone $arg_h zone=H rate=4r/h algorithm=fixed_window;
+    redis_ratelimit_zone $arg_d zone=D rate=2r/d algorithm=fixed_window;
 
     redis_ratelimit zone=H;
 

@@ -3,7 +3,8 @@
 # Periods: the rate syntax (s, m, h, d, nginx times such as 1m30s or
 # 1500ms), fixed windows aligned on the Unix epoch and starting afresh at
 # their end, and long periods up to the maximum of 365 days, which must
-# limit like short ones; longer ones are refused by nginx -t.
+# limit like short ones with every algorithm; longer ones are refused by
+# nginx -t.
 
 use strict;
 use warnings;
@@ -21,10 +22,19 @@ $t->start_redis;
 
 my $conf = "http {\n    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n";
 my @zones = (
-    [two_s => 'rate=3r/2s'],
-    [ninety => 'rate=2r/1m30s'], [ms => 'rate=2r/1500ms'], [minute => 'rate=2r/m'],
-    [day => 'rate=2r/d'], [year_sl => 'rate=2r/365d algorithm=sliding_log'],
-    [year_fw => 'rate=2r/365d'], [week_fw => 'rate=2r/52w'],
+    [two_s => 'rate=3r/2s algorithm=fixed_window'],
+    [ninety => 'rate=2r/1m30s algorithm=fixed_window'],
+    [ms => 'rate=2r/1500ms algorithm=fixed_window'],
+    [minute => 'rate=2r/m algorithm=fixed_window'],
+    [day => 'rate=2r/d algorithm=fixed_window'],
+    [year_sl => 'rate=2r/365d algorithm=sliding_log'],
+    [year_fw => 'rate=2r/365d algorithm=fixed_window'],
+    [week_fw => 'rate=2r/52w algorithm=fixed_window'],
+    [year_tb => 'rate=2r/365d algorithm=token_bucket'],
+    [year_lb => 'rate=2r/365d algorithm=leaky_bucket burst=1'],
+    [year_sw => 'rate=2r/365d'],
+    [year_tb2 => 'rate=1r/365d algorithm=token_bucket burst=2'],
+    [year_lb2 => 'rate=1r/365d algorithm=gcra burst=1'],
 );
 $conf .= "    redis_ratelimit_zone \$arg_key zone=$_->[0] $_->[1];\n" for @zones;
 $conf .= "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
@@ -88,9 +98,37 @@ is(join(', ', three($n, '/year_fw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECT
     'rate=2r/365d fixed_window: limits');
 is(join(', ', three($n, '/week_fw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
     'rate=2r/52w fixed_window: limits');
+is(join(', ', three($n, '/year_tb/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=2r/365d token_bucket: limits');
+is(join(', ', three($n, '/year_lb/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=2r/365d leaky_bucket burst=1: limits');
+
+# State that outlives PERIOD: the sliding window's Reset (the end of the
+# next window), a bucket larger than N (B * PERIOD / N to refill), a GCRA
+# burst ((B + 1) * PERIOD / N): replies carry such durations, and they limit.
+
+is(join(', ', three($n, '/year_sw/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=2r/365d sliding_window (the default): limits');
+is(join(', ', three($n, '/year_tb2/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=1r/365d token_bucket burst=2: limits');
+is(join(', ', three($n, '/year_lb2/?key=a')), '200 PASSED, 200 PASSED, 429 REJECTED',
+    'rate=1r/365d gcra burst=1: limits');
+is(scalar($n->grep_log(qr/unexpected script reply/)), 0,
+    'no reply taken for a bad one');
 
 my ($out, $rc) = $t->nginx_t($conf);
 is($rc, 0, 'nginx -t accepts every one of these rates') or diag($out);
+
+# state kept for more than 100 years: refused
+{
+    my $bad = "http {\n    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n"
+        . "    redis_ratelimit_zone \$arg_key zone=z rate=1r/365d algorithm=token_bucket burst=101;\n}\n";
+    my ($out, $rc, $file, $text) = $t->nginx_t($bad);
+    my $line = RRL::Test::line_of($text, qr/zone=z/);
+    isnt($rc, 0, 'token_bucket of 101 years to refill: refused');
+    like($out, qr/"rate=1r\/365d" with "burst=101" keeps state for more than 100 years in "redis_ratelimit_zone" directive in \Q$file\E:$line$/m,
+        'token_bucket of 101 years: message');
+}
 
 for my $rate ('2r/366d', '2r/365d1ms', '2r/53w') {
     my $bad = "http {\n    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n"

@@ -21,7 +21,7 @@ $t->start_redis;
 my $conf = <<'EOF2';
 http {
     redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
-    redis_ratelimit_zone $arg_key zone=rl rate=%%RATE%%;
+    redis_ratelimit_zone $arg_key zone=rl rate=%%RATE%% algorithm=fixed_window;
 
     server {
         listen 127.0.0.1:%%PORT%%;

@@ -18,7 +18,7 @@ $t->start_redis(password => 'sekret');
 my $conf = <<'EOF2';
 http {
     redis_ratelimit_server %%SERVER%%;
-    redis_ratelimit_zone $arg_key zone=sv rate=5r/h;
+    redis_ratelimit_zone $arg_key zone=sv rate=5r/h algorithm=fixed_window;
 
     server {
         listen 127.0.0.1:%%PORT%%;

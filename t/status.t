@@ -113,7 +113,9 @@ is($r->{h}{'x-rl-status'}, 'REJECTED', 'error_page: REJECTED');
 is(join(',', map { $r->{n}{$_} // 0 }
         qw(retry-after x-ratelimit-limit x-ratelimit-remaining x-ratelimit-reset)),
     '1,1,1,1', 'error_page: each rate limit header once');
-is($t->redis('EXISTS', 'rrl:{st:/limited.html}:fw'), 0,
+is($t->redis('EXISTS', 'rrl:{st:/page/}:sw'), 1,
+    'error_page: the key of the limited URI (sliding_window, the default)');
+is(join(' ', $t->redis('KEYS', 'rrl:{st:/limited.html}:*')), '',
     'error_page: the internal redirect was not limited again');
 
 # inheritance from the server level

@@ -3,6 +3,7 @@
 // printable (escaped, bounded) form of keys used in logs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,21 +36,88 @@ TEST(KeyBuild, ExactFormatPerAlgorithm) {
               "rrl:{api:10.0.0.1}:fw");
     EXPECT_EQ(c_key("api", RRL_SLIDING_LOG, "10.0.0.1"),
               "rrl:{api:10.0.0.1}:sl");
+    EXPECT_EQ(c_key("api", RRL_SLIDING_WINDOW, "10.0.0.1"),
+              "rrl:{api:10.0.0.1}:sw");
+    EXPECT_EQ(c_key("api", RRL_TOKEN_BUCKET, "10.0.0.1"),
+              "rrl:{api:10.0.0.1}:tb");
+    EXPECT_EQ(c_key("api", RRL_LEAKY_BUCKET, "10.0.0.1"),
+              "rrl:{api:10.0.0.1}:lb");
+    // the alias shares leaky_bucket's keys: it is the same algorithm
+    EXPECT_EQ(c_key("api", rrl_algorithm_parse("gcra", 4), "10.0.0.1"),
+              "rrl:{api:10.0.0.1}:lb");
     EXPECT_EQ(rrl::build_key("per-ip", *rrl::algorithm(RRL_FIXED_WINDOW), "u:1"),
               "rrl:{per-ip:u:1}:fw");
     EXPECT_EQ(rrl::build_key("z", *rrl::algorithm(RRL_SLIDING_LOG), ""),
               "rrl:{z:}:sl");
+    EXPECT_EQ(rrl::build_key("z", *rrl::algorithm(RRL_TOKEN_BUCKET), ""),
+              "rrl:{z:}:tb");
+    // hashed client keys keep the tag
+    const std::string client(129, 'k');
+    EXPECT_EQ(c_key("zone", RRL_SLIDING_WINDOW, client),
+              "rrl:{zone:#b4cc423df271afe3df9415c3778f5e7f557e8a29}:sw");
+    EXPECT_EQ(c_key("zone", RRL_LEAKY_BUCKET, client),
+              "rrl:{zone:#b4cc423df271afe3df9415c3778f5e7f557e8a29}:lb");
 }
 
 TEST(KeyBuild, AlgorithmTable) {
-    EXPECT_EQ(rrl_algorithm_parse("fixed_window", 12), RRL_FIXED_WINDOW);
-    EXPECT_EQ(rrl_algorithm_parse("sliding_log", 11), RRL_SLIDING_LOG);
-    EXPECT_EQ(rrl_algorithm_parse("fixed", 5), RRL_ERROR);
-    EXPECT_EQ(rrl_algorithm_parse("fixed_window!", 13), RRL_ERROR);
-    EXPECT_STREQ(rrl_algorithm_name(RRL_FIXED_WINDOW), "fixed_window");
-    EXPECT_STREQ(rrl_algorithm_name(RRL_SLIDING_LOG), "sliding_log");
+    struct Row {
+        const char* name;
+        int id;
+        const char* tag;
+    };
+    const std::vector<Row> rows = {
+        {"fixed_window", RRL_FIXED_WINDOW, "fw"},
+        {"sliding_log", RRL_SLIDING_LOG, "sl"},
+        {"sliding_window", RRL_SLIDING_WINDOW, "sw"},
+        {"token_bucket", RRL_TOKEN_BUCKET, "tb"},
+        {"leaky_bucket", RRL_LEAKY_BUCKET, "lb"},
+    };
+    ASSERT_EQ(rows.size(), static_cast<size_t>(RRL_ALGORITHM_COUNT));
+    std::vector<std::string> tags;
+    for (size_t i = 0; i < rows.size(); i++) {
+        const Row& r = rows[i];
+        SCOPED_TRACE(r.name);
+        EXPECT_EQ(r.id, static_cast<int>(i));  // ids are 0..count-1
+        EXPECT_EQ(rrl_algorithm_parse(r.name, std::strlen(r.name)), r.id);
+        EXPECT_STREQ(rrl_algorithm_name(r.id), r.name);
+        const rrl::Algorithm* a = rrl::algorithm(r.id);
+        ASSERT_NE(a, nullptr);
+        EXPECT_EQ(a->id, r.id);
+        EXPECT_EQ(a->name, r.name);
+        EXPECT_EQ(a->key_tag, r.tag);
+        EXPECT_EQ(rrl::find_algorithm(r.name), a);
+        // the name is parsed by its length, not up to a NUL
+        const std::string longer = std::string(r.name) + "x";
+        EXPECT_EQ(rrl_algorithm_parse(longer.data(), longer.size()), RRL_ERROR);
+        EXPECT_EQ(rrl_algorithm_parse(longer.data(), longer.size() - 1), r.id);
+        EXPECT_EQ(rrl_algorithm_parse(r.name, std::strlen(r.name) - 1), RRL_ERROR);
+        tags.push_back(r.tag);
+    }
+    std::sort(tags.begin(), tags.end());
+    EXPECT_EQ(std::unique(tags.begin(), tags.end()), tags.end())
+        << "key tags must differ";
+
+    // "gcra" is an alias: parsed to leaky_bucket, never named
+    EXPECT_EQ(rrl_algorithm_parse("gcra", 4), RRL_LEAKY_BUCKET);
+    EXPECT_EQ(rrl::find_algorithm("gcra"), rrl::algorithm(RRL_LEAKY_BUCKET));
+    EXPECT_STREQ(rrl_algorithm_name(rrl_algorithm_parse("gcra", 4)),
+                 "leaky_bucket");
+    EXPECT_EQ(rrl_algorithm_parse("GCRA", 4), RRL_ERROR);
+    EXPECT_EQ(rrl_algorithm_parse("gcr", 3), RRL_ERROR);
+    EXPECT_EQ(rrl_algorithm_parse("gcra ", 5), RRL_ERROR);
+
+    EXPECT_EQ(RRL_DEFAULT_ALGORITHM, RRL_SLIDING_WINDOW);
+    EXPECT_STREQ(rrl_algorithm_name(RRL_DEFAULT_ALGORITHM), "sliding_window");
+
+    for (const char* bad : {"fixed", "fixed_window!", "", "sliding", "token",
+                            "leaky", "bucket", "Fixed_Window", "fw", "lb",
+                            "sliding_windows", "token-bucket"}) {
+        EXPECT_EQ(rrl_algorithm_parse(bad, std::strlen(bad)), RRL_ERROR) << bad;
+        EXPECT_EQ(rrl::find_algorithm(bad), nullptr) << bad;
+    }
     EXPECT_EQ(rrl_algorithm_name(RRL_ALGORITHM_COUNT), nullptr);
     EXPECT_EQ(rrl_algorithm_name(-1), nullptr);
+    EXPECT_EQ(rrl::algorithm(RRL_ALGORITHM_COUNT), nullptr);
 }
 
 TEST(KeyBuild, UnknownAlgorithmIsAnError) {

@@ -113,11 +113,13 @@ TEST(ReplyDecode, NegativeRemainingOrDurations) {
     expect_rejected_reply(reply(1, kNow, {{1, -1, 1000, 0}}), 1);
     expect_rejected_reply(reply(1, kNow, {{1, 4, -1, 0}}), 1);
     expect_rejected_reply(reply(0, kNow, {{0, 0, 1000, -1}}), 1);
-    // over a year is not a duration the script computes
-    const std::int64_t year = std::int64_t{366} * 86400 * kSecond;
-    EXPECT_EQ(decode(reply(1, kNow, {{1, 4, year, 0}}), 1).rc, RRL_OK);
-    expect_rejected_reply(reply(1, kNow, {{1, 4, year + 1, 0}}), 1);
-    expect_rejected_reply(reply(0, kNow, {{0, 0, 1000, year + 1}}), 1);
+    // over RRL_MAX_STATE_MS is not a duration the script computes
+    const std::int64_t longest =
+        static_cast<std::int64_t>(RRL_MAX_STATE_MS) * 1000;
+    EXPECT_EQ(decode(reply(1, kNow, {{1, 4, longest, 0}}), 1).rc, RRL_OK);
+    EXPECT_EQ(decode(reply(0, kNow, {{0, 0, 1000, longest}}), 1).rc, RRL_OK);
+    expect_rejected_reply(reply(1, kNow, {{1, 4, longest + 1, 0}}), 1);
+    expect_rejected_reply(reply(0, kNow, {{0, 0, 1000, longest + 1}}), 1);
 }
 
 TEST(ReplyDecode, RetryAfterMustMatchTheLimitsOwnDecision) {

@@ -3,7 +3,7 @@
 // changing a zone's algorithm never reads state of another shape).
 #pragma once
 
-#include <optional>
+#include <cstdint>
 #include <string_view>
 
 #include "rrl.h"
@@ -16,7 +16,16 @@ struct Algorithm {
     std::string_view key_tag;  // suffix of its Redis keys
 };
 
+// By name or alias ("gcra" is leaky_bucket).
 const Algorithm* find_algorithm(std::string_view name);
 const Algorithm* algorithm(int id);
+
+std::uint64_t effective_burst(const Algorithm& a, std::uint64_t limit,
+                              std::uint64_t burst);
+std::uint64_t capacity(const Algorithm& a, std::uint64_t limit,
+                       std::uint64_t burst);
+// Saturates at UINT64_MAX.
+std::uint64_t state_lifetime_ms(const Algorithm& a, std::uint64_t limit,
+                                std::uint64_t period_ms, std::uint64_t burst);
 
 }  // namespace rrl

@@ -40,6 +40,23 @@ const char* rrl_algorithm_name(int algorithm) noexcept {
     return a == nullptr ? nullptr : a->name.data();
 }
 
+uint64_t rrl_burst(int algorithm, uint64_t limit, uint64_t burst) noexcept {
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? 0 : rrl::effective_burst(*a, limit, burst);
+}
+
+uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst) noexcept {
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? 0 : rrl::capacity(*a, limit, burst);
+}
+
+uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
+                               uint64_t period_ms, uint64_t burst) noexcept {
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    if (a == nullptr || limit == 0) return UINT64_MAX;
+    return rrl::state_lifetime_ms(*a, limit, period_ms, burst);
+}
+
 int rrl_rate_parse(const char* text, size_t len, rrl_rate_t* rate) noexcept {
     auto parsed = rrl::parse_rate({text, len});
     if (!parsed) return RRL_ERROR;

@@ -6,9 +6,10 @@ namespace {
 
 constexpr std::int64_t us_per_s = 1000000;
 
-// Periods are at most 365 days (rate.cpp): longer is not a duration the
-// script computes.
-constexpr std::int64_t max_duration_us = std::int64_t{366} * 86400 * us_per_s;
+// No zone keeps state longer (zones that would are refused): a longer
+// duration is not one the script computes.
+constexpr std::int64_t max_duration_us =
+    static_cast<std::int64_t>(RRL_MAX_STATE_MS) * 1000;
 
 bool is_flag(std::int64_t v) { return v == 0 || v == 1; }
 

@@ -32,12 +32,45 @@ void rrl_set_logger(rrl_log_pt handler, void *data) RRL_NOEXCEPT;
 typedef enum {
     RRL_FIXED_WINDOW = 0,
     RRL_SLIDING_LOG,
+    RRL_SLIDING_WINDOW,
+    RRL_TOKEN_BUCKET,
+    RRL_LEAKY_BUCKET,
     RRL_ALGORITHM_COUNT
 } rrl_algorithm_e;
 
-/* "fixed_window" -> RRL_FIXED_WINDOW; RRL_ERROR when unknown */
+#define RRL_DEFAULT_ALGORITHM  RRL_SLIDING_WINDOW
+
+/* "fixed_window" -> RRL_FIXED_WINDOW, "gcra" -> RRL_LEAKY_BUCKET; RRL_ERROR */
 int rrl_algorithm_parse(const char *name, size_t len) RRL_NOEXCEPT;
 const char *rrl_algorithm_name(int algorithm) RRL_NOEXCEPT;
+
+#define RRL_BURST_UNSET  UINT64_MAX
+
+/*
+ * The burst an algorithm works with, given "burst=" (or RRL_BURST_UNSET):
+ * token_bucket's bucket holds N tokens unless told otherwise; the others
+ * have no extra allowance unless told.
+ */
+uint64_t rrl_burst(int algorithm, uint64_t limit, uint64_t burst) RRL_NOEXCEPT;
+
+/*
+ * The most one request may cost and still pass, on an idle key: N + burst
+ * for the window algorithms, the bucket (burst) for token_bucket, 1 + burst
+ * for leaky_bucket. It is X-RateLimit-Limit. 0: no request can ever pass.
+ */
+uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst)
+    RRL_NOEXCEPT;
+
+/*
+ * How long a key's state can matter, in ms: a window (fixed_window,
+ * sliding_log), two (sliding_window), or the time to refill or drain a
+ * whole bucket. Every duration in the script's reply is at most this; zones
+ * over RRL_MAX_STATE_MS are refused.
+ */
+#define RRL_MAX_STATE_MS  (UINT64_C(100) * 365 * 86400 * 1000)
+
+uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
+    uint64_t period_ms, uint64_t burst) RRL_NOEXCEPT;
 
 
 typedef struct {

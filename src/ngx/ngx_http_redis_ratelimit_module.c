@@ -850,14 +850,14 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
         }
 
         if (limit[i].cost_value == NULL
-            && limit[i].cost > limit[i].zone->limit + limit[i].zone->burst)
+            && limit[i].cost > limit[i].zone->capacity)
         {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                           "cost=%ui is more than zone \"%V\" can ever allow "
                           "(%ui) in \"redis_ratelimit\" directive in %s:%ui",
                           limit[i].cost, &limit[i].zone_name,
-                          limit[i].zone->limit + limit[i].zone->burst,
-                          limit[i].file, limit[i].line);
+                          limit[i].zone->capacity, limit[i].file,
+                          limit[i].line);
             return NGX_ERROR;
         }
     }
@@ -1039,7 +1039,8 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_memzero(zone, sizeof(ngx_http_redis_ratelimit_zone_t));
 
-    zone->algorithm = RRL_FIXED_WINDOW;
+    zone->algorithm = RRL_DEFAULT_ALGORITHM;
+    zone->burst = RRL_BURST_UNSET;
     zone->file = cf->conf_file->file.name.data;
     zone->line = cf->conf_file->line;
 
@@ -1138,6 +1139,28 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    zone->burst = rrl_burst(zone->algorithm, zone->limit, zone->burst);
+    zone->capacity = rrl_capacity(zone->algorithm, zone->limit, zone->burst);
+
+    if (zone->capacity == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"burst=0\" leaves no room for any request "
+                           "with \"algorithm=%s\" in \"%V\" directive",
+                           rrl_algorithm_name(zone->algorithm), &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (rrl_state_lifetime_ms(zone->algorithm, zone->limit, zone->period,
+                              zone->burst)
+        > RRL_MAX_STATE_MS)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rate=%V\" with \"burst=%ui\" keeps state "
+                           "for more than 100 years in \"%V\" directive",
+                           &zone->rate, zone->burst, &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
     /* the zone being defined is the last one: find an earlier namesake */
     rmcf->zones.nelts--;
     first = ngx_http_redis_ratelimit_find_zone(rmcf, &zone->name);
@@ -1177,7 +1200,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     p += s.len;
 
     s.data = p;
-    s.len = ngx_sprintf(p, "%ui", zone->limit + zone->burst) - p;
+    s.len = ngx_sprintf(p, "%ui", zone->capacity) - p;
     zone->capacity_value = s;
 
     return NGX_CONF_OK;

@@ -36,7 +36,8 @@ typedef struct {
     ngx_http_complex_value_t     key;
     ngx_int_t                    algorithm;
     ngx_uint_t                   limit;       /* N of rate=Nr/PERIOD */
-    ngx_uint_t                   burst;
+    ngx_uint_t                   burst;       /* as the algorithm uses it */
+    ngx_uint_t                   capacity;    /* the largest cost, on idle */
     ngx_msec_t                   period;
     ngx_str_t                    rate;        /* as written, for logs */
 

@@ -1,0 +1,51 @@
+-- leaky_bucket (alias gcra): the generic cell rate algorithm. One request
+-- per PERIOD/limit, with burst extra requests of tolerance, like limit_req's
+-- "burst=B nodelay". State: the theoretical arrival time (TAT), kept until
+-- it is in the past, as "<whole us>[.<fraction>]": a double near 1.7e15
+-- cannot hold the fraction of an interval such as 1s/6, so all arithmetic
+-- is on "ahead" = TAT - now, which is small.
+local leaky_bucket = {}
+
+-- slack, in microseconds, for the rounding of fractional intervals
+local epsilon = 1e-3
+
+function leaky_bucket.check(l, now)
+  local interval = l.period / l.limit
+  local horizon = (l.burst + 1) * interval
+  local ahead = 0 -- TAT - now
+
+  local state = redis.call('GET', l.key)
+  if state then
+    local i, f = string.match(state, '^(%d+)(%.?%d*)$')
+    if i then
+      i, f = tonumber(i), tonumber('0' .. f)
+      if (i - now) + f > 0 then ahead = (i - now) + f end
+    end
+  end
+
+  local new_ahead = ahead + l.cost * interval
+  local allowed_in = new_ahead - horizon -- allowed at now + allowed_in
+
+  if allowed_in <= epsilon then
+    l.ahead = new_ahead
+    local remaining = math.floor((horizon - new_ahead + epsilon) / interval)
+    return 1, math.max(0, remaining), math.ceil(new_ahead - epsilon), 0
+  end
+
+  local remaining = math.floor((horizon - ahead + epsilon) / interval)
+  local retry = l.period
+  if l.cost <= l.burst + 1 then retry = math.ceil(allowed_in - epsilon) end
+
+  return 0, math.max(0, remaining), math.max(0, math.ceil(ahead - epsilon)),
+    math.max(1, retry)
+end
+
+function leaky_bucket.commit(l, now)
+  local whole = math.floor(l.ahead)
+  local frac = string.format('%.9f', l.ahead - whole)
+  if frac == '1.000000000' then whole, frac = whole + 1, '' -- rounded up
+  elseif frac == '0.000000000' then frac = ''
+  else frac = string.sub(frac, 2) end
+  redis.call('SET', l.key, string.format('%d', now + whole) .. frac,
+    'PX', math.max(1, math.ceil(l.ahead / 1000)))
+end

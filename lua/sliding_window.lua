@@ -1,0 +1,71 @@
+-- sliding_window: the weighted two-window estimate
+--   prev * (1 - elapsed / PERIOD) + current
+-- where current counts this aligned window and prev the one before it; a
+-- request passes if estimate + cost <= limit + burst. State: one string
+-- "<window index>:<current>:<prev>", kept while it still weighs: until the
+-- end of the next window.
+local sliding_window = {}
+
+-- slack for floating point, in time (microseconds): the estimate's own
+-- slack is what it decays in that time, so slow rates are not early
+local slack = 1e-3
+
+function sliding_window.check(l, now)
+  local capacity = l.limit + l.burst
+  local window = math.floor(now / l.period)
+  local start = window * l.period
+  local elapsed = now - start
+  local current, prev = 0, 0
+
+  local state = redis.call('GET', l.key)
+  if state then
+    local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
+    w, c, p = tonumber(w), tonumber(c), tonumber(p)
+    if w == window then
+      current, prev = c, p
+    elseif w == window - 1 then
+      prev = c
+    end
+  end
+
+  l.window, l.current, l.prev = window, current, prev
+  l.ttl = start + 2 * l.period - now
+
+  local estimate = prev * (l.period - elapsed) / l.period + current
+  -- what the estimate loses in `slack` us
+  local epsilon = prev * slack / l.period + 1e-12
+
+  if estimate + l.cost <= capacity + epsilon then
+    local remaining = math.floor(capacity - estimate - l.cost + epsilon)
+    return 1, remaining, start + 2 * l.period - now, 0
+  end
+
+  local reset = 0
+  if current > 0 then
+    reset = start + 2 * l.period - now
+  elseif prev > 0 then
+    reset = start + l.period - now
+  end
+
+  -- when the estimate has decayed enough for this cost
+  local retry = l.period
+  if l.cost <= capacity then
+    if current + l.cost > capacity then
+      -- only in the next window, as this one's count decays
+      local e = l.period * (1 - (capacity - l.cost) / current)
+      retry = start + l.period + e - now
+    else
+      local e = l.period * (1 - (capacity - l.cost - current) / prev)
+      retry = start + e - now
+    end
+  end
+
+  return 0, math.max(0, math.floor(capacity - estimate + epsilon)), reset,
+    math.max(1, math.ceil(retry - slack))
+end
+
+function sliding_window.commit(l)
+  redis.call('SET', l.key,
+    string.format('%d:%d:%d', l.window, l.current + l.cost, l.prev),
+    'PX', math.ceil(l.ttl / 1000))
+end
