@@ -9,6 +9,7 @@ packages=(
     nginx nginx-dev libhiredis-dev redis-server
     googletest libgtest-dev
     perl libtest-redisserver-perl
+    clang libclang-rt-14-dev
     wrk
 )
 

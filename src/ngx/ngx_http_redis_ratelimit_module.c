@@ -19,7 +19,10 @@
 #define NGX_HTTP_REDIS_RATELIMIT_DECIDED  2
 #define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
 
-#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT  100
+#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT       100
+#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_FAILURES  5
+#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_COOLDOWN      500
+#define NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_PARKED    1000
 
 
 static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
@@ -894,10 +897,10 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
 
     u_char              *p;
-    ngx_int_t            db;
+    ngx_int_t            db, n;
     ngx_str_t           *value, s;
     ngx_url_t            u;
-    ngx_uint_t           i;
+    ngx_uint_t           i, cooldown;
     ngx_msec_t           ms;
     struct sockaddr_un  *saun;
 
@@ -961,28 +964,62 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 
     rmcf->timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
     rmcf->connect_timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
+    rmcf->max_failures = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_FAILURES;
+    rmcf->cooldown = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_COOLDOWN;
+    rmcf->max_parked = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_PARKED;
 
     for (i = 2; i < cf->args->nelts; i++) {
 
         if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
-            || ngx_strncmp(value[i].data, "connect_timeout=", 16) == 0)
+            || ngx_strncmp(value[i].data, "connect_timeout=", 16) == 0
+            || ngx_strncmp(value[i].data, "cooldown=", 9) == 0)
         {
             s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
             s.len = value[i].data + value[i].len - s.data;
 
+            cooldown = (value[i].data[1] == 'o' && value[i].data[2] == 'o');
+
             ms = ngx_parse_time(&s, 0);
             if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid timeout \"%V\" in \"%V\" "
-                                   "directive", &value[i], &cmd->name);
+                                   "invalid %s \"%V\" in \"%V\" directive",
+                                   cooldown ? "cooldown" : "timeout",
+                                   &value[i], &cmd->name);
                 return NGX_CONF_ERROR;
             }
 
-            if (value[i].data[0] == 't') {
+            if (cooldown) {
+                rmcf->cooldown = ms;
+
+            } else if (value[i].data[0] == 't') {
                 rmcf->timeout = ms;
 
             } else {
                 rmcf->connect_timeout = ms;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_failures=", 13) == 0
+            || ngx_strncmp(value[i].data, "max_parked=", 11) == 0)
+        {
+            s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            n = ngx_atoi(s.data, s.len);
+            if (n == NGX_ERROR || n == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid number \"%V\" in \"%V\" "
+                                   "directive", &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            if (value[i].data[4] == 'f') {
+                rmcf->max_failures = n;
+
+            } else {
+                rmcf->max_parked = n;
             }
 
             continue;

@@ -75,6 +75,11 @@ typedef struct {
     ngx_str_t                    password;
     ngx_int_t                    db;
 
+    /* circuit breaker: after max_failures in a row, cooldown without Redis */
+    ngx_uint_t                   max_failures;
+    ngx_msec_t                   cooldown;
+    ngx_uint_t                   max_parked;  /* requests waiting, a worker */
+
     ngx_array_t                  zones;       /* of zone_t */
 
     ngx_str_t                    script_sha1;
