@@ -20,7 +20,14 @@
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MIN  50
-#define NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX  1000
+#define NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX  500
+
+/* our replies are a few hundred bytes: more buffered is a broken server */
+#define NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED  (1024 * 1024)
+
+#define NGX_HTTP_REDIS_RATELIMIT_CLOSED     0
+#define NGX_HTTP_REDIS_RATELIMIT_OPEN       1
+#define NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN  2
 
 
 typedef struct {
@@ -32,6 +39,17 @@ typedef struct {
     ngx_event_t                  connect_timer;
     ngx_event_t                  reconnect_timer;
     ngx_msec_t                   backoff;
+
+    /* the circuit breaker */
+    ngx_uint_t                   circuit;
+    ngx_uint_t                   failures;    /* in a row */
+    ngx_msec_t                   open_until;
+    unsigned                     probing:1;   /* half open: one call out */
+    unsigned                     dropping:1;  /* freeing a stuck context */
+
+    ngx_uint_t                   parked;      /* calls with a request */
+    ngx_uint_t                   in_flight;   /* calls hiredis holds */
+    ngx_msec_t                   last_read;
 
     unsigned                     connected:1;
     unsigned                     writing:1;   /* hiredis has output */
@@ -48,6 +66,8 @@ struct ngx_http_redis_ratelimit_call_s {
     ngx_event_t                  finish;      /* posted on the reply */
     unsigned                     in_redis:1;  /* hiredis holds privdata */
     unsigned                     retried:1;   /* after NOSCRIPT */
+    unsigned                     counted:1;   /* the breaker saw its outcome */
+    unsigned                     probe:1;     /* the half-open circuit's */
 };
 
 
@@ -80,6 +100,10 @@ static void ngx_http_redis_ratelimit_call_failed(
     ngx_http_redis_ratelimit_call_t *call, const char *fmt, ...);
 static void ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_redis_ratelimit_circuit_allows(
+    ngx_http_redis_ratelimit_link_t *link, ngx_log_t *log);
+static void ngx_http_redis_ratelimit_circuit_outcome(
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t ok);
 
 
 static ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
@@ -225,7 +249,10 @@ ngx_http_redis_ratelimit_schedule_reconnect(
                                 NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX);
     }
 
-    ngx_add_timer(&link->reconnect_timer, link->backoff);
+    /* +-25% jitter: a fleet's workers do not reconnect in step */
+    ngx_add_timer(&link->reconnect_timer,
+                  link->backoff * 3 / 4
+                  + (ngx_msec_t) ngx_random() % (link->backoff / 2 + 1));
 }
 
 
@@ -496,6 +523,7 @@ ngx_http_redis_ratelimit_cleanup(void *data)
     link->connection = NULL;
     link->connected = 0;
     link->writing = 0;
+    link->dropping = 0;
 
     if (link->connect_timer.timer_set) {
         ngx_del_timer(&link->connect_timer);
@@ -515,11 +543,27 @@ ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev)
     c = rev->data;
     link = c->data;
 
+    link->last_read = ngx_current_msec;
+
     for ( ;; ) {
         /* may free the context: then the cleanup hook has nulled link->ac */
         redisAsyncHandleRead(link->ac);
 
-        if (link->ac == NULL || !link->edge) {
+        if (link->ac == NULL) {
+            return;
+        }
+
+        if (link->ac->c.reader->len > NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED) {
+            ngx_http_redis_ratelimit_log_failure(link->log,
+                                     "redis_ratelimit: %V sent a reply of "
+                                     "over %uz bytes, reconnecting",
+                                     &link->conf->server,
+                                     (size_t) link->ac->c.reader->len);
+            redisAsyncFree(link->ac);
+            return;
+        }
+
+        if (!link->edge) {
             return;
         }
 
@@ -585,6 +629,21 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         return NULL;
     }
 
+    if (link->parked >= link->conf->max_parked) {
+        /* a stalled Redis must not pile up requests without bound */
+        ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: %ui requests already "
+                                     "wait for %V", link->parked,
+                                     &link->conf->server);
+        return NULL;
+    }
+
+    if (ngx_http_redis_ratelimit_circuit_allows(link, r->connection->log)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     /* not in r->pool: hiredis may hold it after the request is gone */
     call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t),
                       r->connection->log);
@@ -614,6 +673,13 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         return NULL;
     }
 
+    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN) {
+        call->probe = 1;
+        link->probing = 1;
+    }
+
+    link->parked++;
+
     /* not cancelable: a graceful shutdown waits for parked requests */
     ngx_add_timer(&call->timer, link->conf->timeout);
 
@@ -636,7 +702,10 @@ ngx_http_redis_ratelimit_send(ngx_http_redis_ratelimit_call_t *call)
         return NGX_ERROR;
     }
 
-    call->in_redis = 1;
+    if (!call->in_redis) {
+        call->in_redis = 1;
+        link->in_flight++;
+    }
 
     return NGX_OK;
 }
@@ -653,6 +722,26 @@ ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
     ngx_http_redis_ratelimit_result_t  *result;
 
     call->in_redis = 0;
+    ngx_http_redis_ratelimit_link.in_flight--;
+
+    if (rr != NULL && rr->type == REDIS_REPLY_ERROR && !call->retried
+        && rrl_reply_error_kind(rr->str, rr->len) == RRL_REPLY_NOSCRIPT)
+    {
+        /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
+        call->retried = 1;
+
+        script = rrl_script(&len);
+
+        if (redisAsyncCommand(ac, NULL, NULL, "SCRIPT LOAD %b", script, len)
+            == REDIS_OK
+            && ngx_http_redis_ratelimit_send(call) == NGX_OK)
+        {
+            return;
+        }
+    }
+
+    ngx_http_redis_ratelimit_circuit_outcome(call,
+                               rr != NULL && rr->type == REDIS_REPLY_ARRAY);
 
     if (call->request == NULL) {
         /* the request is gone, or timed out: nobody waits for this */
@@ -666,24 +755,6 @@ ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
     }
 
     if (rr->type == REDIS_REPLY_ERROR) {
-
-        if (!call->retried
-            && rrl_reply_error_kind(rr->str, rr->len) == RRL_REPLY_NOSCRIPT)
-        {
-            /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
-            call->retried = 1;
-
-            script = rrl_script(&len);
-
-            if (redisAsyncCommand(ac, NULL, NULL, "SCRIPT LOAD %b",
-                                  script, len)
-                == REDIS_OK
-                && ngx_http_redis_ratelimit_send(call) == NGX_OK)
-            {
-                return;
-            }
-        }
-
         ngx_http_redis_ratelimit_call_failed(call, "%*s", (size_t) rr->len,
                                              rr->str);
         return;
@@ -746,9 +817,11 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
+    ngx_uint_t                          counted;
     ngx_http_redis_ratelimit_result_t  *result;
 
     result = &call->ctx->result;
+    counted = call->counted;
 
     if (!call->finish.posted) {
         result->rc = NGX_ERROR;
@@ -758,7 +831,17 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
                             - result->error;
     }
 
+    if (!counted) {
+        /* before the request goes on: the breaker may drop the connection */
+        call->counted = 1;
+    }
+
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
+
+    /* the call may be freed by now: the breaker needs only the link */
+    if (!counted) {
+        ngx_http_redis_ratelimit_circuit_outcome(NULL, 0);
+    }
 }
 
 
@@ -796,8 +879,109 @@ ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
     call->request = NULL;
     call->ctx = NULL;
 
+    ngx_http_redis_ratelimit_link.parked--;
+
     if (!call->in_redis) {
         ngx_free(call);
+    }
+}
+
+
+/*
+ * The circuit breaker. Closed: calls go to Redis. After max_failures in a
+ * row (timeouts, lost connections, error replies) it opens: for cooldown no
+ * call is made and requests get the fail mode at once. Then, half open,
+ * one call probes: its success closes the circuit, its failure opens it
+ * again.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_circuit_allows(ngx_http_redis_ratelimit_link_t *link,
+    ngx_log_t *log)
+{
+    switch (link->circuit) {
+
+    case NGX_HTTP_REDIS_RATELIMIT_OPEN:
+        if ((ngx_msec_int_t) (ngx_current_msec - link->open_until) < 0) {
+            return NGX_DECLINED;
+        }
+
+        link->circuit = NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN;
+        link->probing = 0;
+
+        /* fall through */
+
+    case NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN:
+        return link->probing ? NGX_DECLINED : NGX_OK;
+
+    default:
+        return NGX_OK;
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t ok)
+{
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    if (call) {
+        if (call->counted) {
+            return;
+        }
+
+        call->counted = 1;
+    }
+
+    if (call == NULL || call->probe) {
+        /* a timed-out call may have been the probe */
+        link->probing = 0;
+    }
+
+    if (ok) {
+        link->failures = 0;
+
+        if (link->circuit != NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
+            link->circuit = NGX_HTTP_REDIS_RATELIMIT_CLOSED;
+            ngx_log_error(NGX_LOG_WARN, link->log, 0,
+                          "redis_ratelimit: %V answers again, circuit closed",
+                          &link->conf->server);
+        }
+
+        return;
+    }
+
+    link->failures++;
+
+    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED
+        && link->failures < link->conf->max_failures)
+    {
+        return;
+    }
+
+    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
+        ngx_log_error(NGX_LOG_WARN, link->log, 0,
+                      "redis_ratelimit: %ui failures in a row on %V, "
+                      "circuit open: the fail mode answers, a probe every %M ms",
+                      link->failures, &link->conf->server,
+                      link->conf->cooldown);
+    }
+
+    link->circuit = NGX_HTTP_REDIS_RATELIMIT_OPEN;
+    link->open_until = ngx_current_msec + link->conf->cooldown;
+
+    if (link->ac && !link->dropping && link->in_flight
+        && ngx_current_msec - link->last_read >= link->conf->timeout)
+    {
+        /*
+         * replies are owed and nothing was read for a whole timeout: the
+         * connection is stuck (a blackholed server); start afresh, which
+         * also frees what hiredis holds for the calls (their failures come
+         * back here while the context is being freed)
+         */
+        link->dropping = 1;
+        redisAsyncFree(link->ac);
     }
 }
 
