@@ -54,3 +54,4 @@ if [ "${RRL_ASAN:-0}" = 1 ]; then
         exit 1
     fi
 fi
+if [ "${RRL_FUZZ:-0}" = 1 ]; then scripts/fuzz.sh; fi

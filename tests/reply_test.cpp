@@ -109,6 +109,22 @@ TEST(ReplyDecode, TimeMustBePositive) {
     EXPECT_EQ(decode(reply(1, 1, {{1, 4, 1000, 0}}), 1).rc, RRL_OK);
 }
 
+// found by fuzz_reply: a hostile TIME near INT64_MAX overflowed Reset
+TEST(ReplyDecode, TimeBeyondTheScriptsDoublesIsRefused) {
+    const std::int64_t max_time = std::int64_t{1} << 53;
+    EXPECT_EQ(decode(reply(1, max_time, {{1, 4, 1000, 0}}), 1).rc, RRL_OK);
+    expect_rejected_reply(reply(1, max_time + 1, {{1, 4, 1000, 0}}), 1);
+    expect_rejected_reply(reply(1, INT64_MAX, {{1, 0, 1, 0}}), 1);
+    expect_rejected_reply(reply(1, INT64_MAX, {{1, 0, 0, 0}}), 1);
+}
+
+TEST(RetryAfterSeconds, NoOverflowAtTheExtremes) {
+    EXPECT_EQ(rrl_retry_after_seconds(INT64_MAX), INT64_MAX / 1000000 + 1);
+    EXPECT_EQ(rrl::seconds_up(INT64_MAX), INT64_MAX / 1000000 + 1);
+    EXPECT_EQ(rrl::seconds_up(INT64_MAX - INT64_MAX % 1000000),
+              INT64_MAX / 1000000);
+}
+
 TEST(ReplyDecode, NegativeRemainingOrDurations) {
     expect_rejected_reply(reply(1, kNow, {{1, -1, 1000, 0}}), 1);
     expect_rejected_reply(reply(1, kNow, {{1, 4, -1, 0}}), 1);

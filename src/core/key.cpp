@@ -8,7 +8,6 @@ namespace rrl {
 namespace {
 
 constexpr std::string_view prefix = "rrl:{";
-constexpr std::size_t hashed_len = 1 + 40;  // "#" + hex SHA-1
 constexpr std::size_t tag_max = 2;
 
 static_assert(key_raw_max == RRL_KEY_RAW_MAX);

@@ -11,6 +11,10 @@ constexpr std::int64_t us_per_s = 1000000;
 constexpr std::int64_t max_duration_us =
     static_cast<std::int64_t>(RRL_MAX_STATE_MS) * 1000;
 
+// The script computes in doubles: a time beyond 2^53 us (the year 2255) is
+// not one it sent, and would overflow the arithmetic here.
+constexpr std::int64_t max_time_us = std::int64_t{1} << 53;
+
 bool is_flag(std::int64_t v) { return v == 0 || v == 1; }
 
 bool is_duration(std::int64_t v) { return v >= 0 && v <= max_duration_us; }
@@ -42,8 +46,8 @@ std::size_t reported_limit(const std::vector<rrl_limit_result_t>& limits,
 }  // namespace
 
 std::int64_t seconds_up(std::int64_t us) {
-    if (us <= 0) return us / us_per_s;
-    return (us + us_per_s - 1) / us_per_s;
+    // no us + us_per_s - 1: it overflows near INT64_MAX
+    return us / us_per_s + (us > 0 && us % us_per_s != 0 ? 1 : 0);
 }
 
 std::int64_t retry_after_seconds(std::int64_t retry_after_us) {
@@ -73,7 +77,9 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
     std::int64_t passed = values[0];
     std::int64_t now_us = values[1];
     if (!is_flag(passed)) return fail("bad decision " + std::to_string(passed));
-    if (now_us <= 0) return fail("bad time " + std::to_string(now_us));
+    if (now_us <= 0 || now_us > max_time_us) {
+        return fail("bad time " + std::to_string(now_us));
+    }
 
     Decoded d{};
     d.limits.reserve(nlimits);
