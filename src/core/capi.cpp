@@ -5,6 +5,7 @@
 
 #include "algorithm.hpp"
 #include "key.hpp"
+#include "local.hpp"
 #include "log.hpp"
 #include "rate.hpp"
 #include "reply.hpp"
@@ -125,6 +126,18 @@ int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
 int rrl_reply_error_kind(const char* text, size_t len) noexcept {
     return rrl::is_noscript({text, len}) ? RRL_REPLY_NOSCRIPT
                                          : RRL_REPLY_ERROR;
+}
+
+int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
+                    uint64_t burst, uint64_t cost, int64_t now_us,
+                    const rrl_local_state_t* state, rrl_local_state_t* next,
+                    rrl_limit_result_t* result) noexcept {
+    return guarded("rrl_local_check", RRL_ERROR, [&] {
+        return rrl::local_check({algorithm, limit, period_ms, burst, cost},
+                                now_us, *state, next, result)
+                   ? RRL_OK
+                   : RRL_ERROR;
+    });
 }
 
 int64_t rrl_retry_after_seconds(int64_t retry_after_us) noexcept {

@@ -149,6 +149,28 @@ int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
 /* Classifies an error reply ("NOSCRIPT No matching script..."). */
 int rrl_reply_error_kind(const char *text, size_t len) RRL_NOEXCEPT;
 
+/*
+ * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail
+ * local": a fixed-size POD, all zero when there is none (see local.hpp).
+ */
+typedef struct {
+    int64_t  a;
+    int64_t  b;
+    double   c;
+} rrl_local_state_t;
+
+/*
+ * Decides one limit locally, at now_us, as the script would on a key
+ * holding *state: *result is the script's reply for the limit, and *next
+ * the state to keep if the request passes (every limit of it). sliding_log
+ * is decided as sliding_window. RRL_ERROR: an unknown algorithm, a zero
+ * limit or period.
+ */
+int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
+    uint64_t burst, uint64_t cost, int64_t now_us,
+    const rrl_local_state_t *state, rrl_local_state_t *next,
+    rrl_limit_result_t *result) RRL_NOEXCEPT;
+
 /* Whole seconds, rounded up, at least 1. */
 int64_t rrl_retry_after_seconds(int64_t retry_after_us) RRL_NOEXCEPT;
 

@@ -34,6 +34,8 @@ static ngx_str_t  ngx_http_redis_ratelimit_retry_after_header =
 static ngx_int_t
 ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 {
+    ngx_int_t                         rc;
+    ngx_uint_t                        local, share;
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -49,13 +51,26 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     ctx->headers_done = 1;
 
+    local = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL);
+    share = ctx->conf->local_share;
+
     if (ctx->conf->headers == NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY) {
         zone = ctx->limits[ctx->decision.reported]->zone;
 
-        if (ngx_http_redis_ratelimit_add_header(r,
+        if (local && share > 1) {
+            /* what this server allows alone */
+            rc = ngx_http_redis_ratelimit_add_number(r,
                                   &ngx_http_redis_ratelimit_limit_header,
-                                  &zone->capacity_value)
-            != NGX_OK
+                                  ngx_http_redis_ratelimit_local_capacity(zone,
+                                                                      share));
+
+        } else {
+            rc = ngx_http_redis_ratelimit_add_header(r,
+                                  &ngx_http_redis_ratelimit_limit_header,
+                                  &zone->capacity_value);
+        }
+
+        if (rc != NGX_OK
             || ngx_http_redis_ratelimit_add_number(r,
                                   &ngx_http_redis_ratelimit_remaining_header,
                                   ctx->decision.remaining)
@@ -71,7 +86,8 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     /* standard HTTP on a 429 or 503, whatever the headers mode */
 
-    if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
+    if ((ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
+         || (local && !ctx->decision.passed && !ctx->conf->dry_run))
         && ngx_http_redis_ratelimit_add_number(r,
                                 &ngx_http_redis_ratelimit_retry_after_header,
                                 ctx->decision.retry_after)

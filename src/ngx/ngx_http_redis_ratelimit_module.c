@@ -30,11 +30,15 @@ static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg);
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg,
+    ngx_uint_t *cost);
 static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
 static void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static void ngx_http_redis_ratelimit_fail(ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
@@ -64,6 +68,8 @@ static char *ngx_http_redis_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf);
@@ -82,6 +88,7 @@ static ngx_conf_enum_t  ngx_http_redis_ratelimit_headers_values[] = {
 static ngx_conf_enum_t  ngx_http_redis_ratelimit_fail_values[] = {
     { ngx_string("open"), NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN },
     { ngx_string("closed"), NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED },
+    { ngx_string("local"), NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL },
     { ngx_null_string, 0 }
 };
 
@@ -140,8 +147,8 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       &ngx_http_redis_ratelimit_headers_values },
 
     { ngx_string("redis_ratelimit_fail"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_enum,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE123,
+      ngx_http_redis_ratelimit_fail_mode,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, fail),
       &ngx_http_redis_ratelimit_fail_values },
@@ -208,7 +215,8 @@ static ngx_str_t  ngx_http_redis_ratelimit_status_text[] = {
     ngx_string("REJECTED"),
     ngx_string("REJECTED_DRY_RUN"),
     ngx_string("FAILED_OPEN"),
-    ngx_string("FAILED_CLOSED")
+    ngx_string("FAILED_CLOSED"),
+    ngx_string("FAILED_LOCAL")
 };
 
 
@@ -276,7 +284,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
                                               ngx_http_redis_ratelimit_done);
 
     if (ctx->call == NULL) {
-        ngx_http_redis_ratelimit_fail(ctx);
+        ngx_http_redis_ratelimit_fail(r, ctx);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return ctx->rc;
     }
@@ -301,7 +309,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     u_char                                *p;
     size_t                                 len, *argvlen;
     ngx_str_t                              key, cost, *keys, *arg;
-    ngx_uint_t                             i, n, nkeys;
+    ngx_uint_t                             i, n, nkeys, *costs;
     const char                           **argv;
     ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limits, **active;
@@ -315,11 +323,12 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
     keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
     arg = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
     argv = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(char *));
     argvlen = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(size_t));
 
-    if (active == NULL || keys == NULL || arg == NULL || argv == NULL
-        || argvlen == NULL)
+    if (active == NULL || keys == NULL || arg == NULL || costs == NULL
+        || argv == NULL || argvlen == NULL)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -337,7 +346,10 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             continue;
         }
 
-        if (ngx_http_redis_ratelimit_cost(r, &limits[i], &cost) != NGX_OK) {
+        if (ngx_http_redis_ratelimit_cost(r, &limits[i], &cost,
+                                          &costs[nkeys])
+            != NGX_OK)
+        {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -366,6 +378,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ctx->nlimits = nkeys;
     ctx->limits = active;
     ctx->keys = keys;
+    ctx->costs = costs;
 
     if (nkeys == 0) {
         return NGX_OK;
@@ -430,7 +443,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg)
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg, ngx_uint_t *n)
 {
     u_char      *p;
     ngx_str_t    value;
@@ -438,6 +451,7 @@ ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
 
     if (limit->cost_value == NULL) {
         *arg = limit->cost_arg;
+        *n = limit->cost;
         return NGX_OK;
     }
 
@@ -472,6 +486,7 @@ ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
 
     arg->data = p;
     arg->len = ngx_sprintf(p, "%ui", cost) - p;
+    *n = cost;
 
     return NGX_OK;
 }
@@ -520,7 +535,7 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
                                      "redis_ratelimit: request to %V failed: "
                                      "%*s", &rmcf->server, result->error_len,
                                      result->error);
-        ngx_http_redis_ratelimit_fail(ctx);
+        ngx_http_redis_ratelimit_fail(r, ctx);
         return;
     }
 
@@ -529,7 +544,7 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
         != RRL_OK)
     {
         /* the core has logged what was wrong with the reply */
-        ngx_http_redis_ratelimit_fail(ctx);
+        ngx_http_redis_ratelimit_fail(r, ctx);
         return;
     }
 
@@ -555,8 +570,14 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 
 
 static void
-ngx_http_redis_ratelimit_fail(ngx_http_redis_ratelimit_ctx_t *ctx)
+ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
 {
+    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL) {
+        ngx_http_redis_ratelimit_decide_local(r, ctx);
+        return;
+    }
+
     if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED) {
         ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED;
         ctx->rc = ctx->conf->status_code;
@@ -565,6 +586,45 @@ ngx_http_redis_ratelimit_fail(ngx_http_redis_ratelimit_ctx_t *ctx)
 
     ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN;
     ctx->rc = NGX_DECLINED;
+}
+
+
+/*
+ * fail local: the decision of this server's shared memory zone, in the
+ * shape of the script's reply, so that it is decoded, logged and sent in
+ * headers as one from Redis; FAILED_LOCAL whatever it is.
+ */
+
+static void
+ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    rlcf = ctx->conf;
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL;
+
+    if (ngx_http_redis_ratelimit_local_check(r, ctx) != NGX_OK
+        || rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
+                            ctx->nlimits, ctx->limit_results, &ctx->decision)
+           != RRL_OK)
+    {
+        /* no memory for the key: rejected, as limit_req does */
+        ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
+        return;
+    }
+
+    ctx->decided = 1;
+
+    if (ctx->decision.passed) {
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+
+    ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
 }
 
 
@@ -584,9 +644,11 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
                         key->len);
 
     ngx_log_error(ctx->conf->log_level, r->connection->log, 0,
-                  "limiting requests%s by zone \"%V\", key \"%*s\", "
+                  "limiting requests%s by zone \"%V\"%s, key \"%*s\", "
                   "rate %V, retry after %Ls",
                   ctx->conf->dry_run ? ", dry run," : "", &zone->name,
+                  ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
+                  ? " (local)" : "",
                   len, printable, &zone->rate,
                   (int64_t) ctx->decision.retry_after);
 }
@@ -755,6 +817,8 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    ngx_http_redis_ratelimit_local_init_conf(cf);
+
     rmcf->script_sha1.data = (u_char *) sha1;
     rmcf->script_sha1.len = ngx_strlen(sha1);
 
@@ -776,6 +840,8 @@ ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     conf->limits.elts = NULL;
+     *     conf->local_zone = NULL;
+     *     conf->local_share = 0;
      */
 
     conf->status_code = NGX_CONF_UNSET_UINT;
@@ -812,8 +878,20 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_conf_merge_uint_value(conf->headers, prev->headers,
                               NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY);
 
-    ngx_conf_merge_uint_value(conf->fail, prev->fail,
-                              NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN);
+    /* the mode and its parameters are one directive: inherited together */
+    if (conf->fail == NGX_CONF_UNSET_UINT) {
+        conf->fail = NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN;
+
+        if (prev->fail != NGX_CONF_UNSET_UINT) {
+            conf->fail = prev->fail;
+            conf->local_zone = prev->local_zone;
+            conf->local_share = prev->local_share;
+        }
+    }
+
+    if (conf->local_share == 0) {
+        conf->local_share = 1;
+    }
 
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
 
@@ -1390,6 +1468,93 @@ ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
     *field = status;
 
     return NGX_CONF_OK;
+}
+
+
+/* open | closed | local [local_zone=NAME:SIZE] [local_share=1/N] */
+
+static char *
+ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
+
+    char        *rv;
+    ngx_int_t    share;
+    ngx_str_t   *value, *zone, *share_value, **param, s;
+    ngx_uint_t   i;
+
+    rv = ngx_http_redis_ratelimit_enum(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    value = cf->args->elts;
+    zone = NULL;
+    share_value = NULL;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "local_zone=", 11) == 0) {
+            param = &zone;
+
+        } else if (ngx_strncmp(value[i].data, "local_share=", 12) == 0) {
+            param = &share_value;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in \"%V\" directive",
+                               &value[i], &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+
+        if (rlcf->fail != NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in \"%V\" "
+                               "directive, it is only valid with \"local\"",
+                               &value[i], &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+
+        if (*param) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\" in \"%V\" "
+                               "directive", &value[i], &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+
+        *param = &value[i];
+    }
+
+    rlcf->local_share = 1;
+
+    if (rlcf->fail != NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL) {
+        return NGX_CONF_OK;
+    }
+
+    if (share_value) {
+        s.data = share_value->data + 12;
+        s.len = share_value->len - 12;
+
+        share = NGX_ERROR;
+
+        if (s.len > 2 && s.data[0] == '1' && s.data[1] == '/') {
+            share = ngx_atoi(s.data + 2, s.len - 2);
+        }
+
+        if (share == NGX_ERROR || share == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\" in \"%V\" directive, "
+                               "local_share must be 1/N with N a positive "
+                               "number", &s, &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+
+        rlcf->local_share = share;
+    }
+
+    return ngx_http_redis_ratelimit_local_zone(cf, cmd, zone,
+                                               &rlcf->local_zone);
 }
 
 

@@ -21,9 +21,11 @@
 #define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  3
 #define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       4
 #define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     5
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      6
 
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         0
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        2
 
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
@@ -92,6 +94,8 @@ typedef struct {
     ngx_flag_t                   dry_run;
     ngx_uint_t                   headers;
     ngx_uint_t                   fail;
+    ngx_shm_zone_t              *local_zone;  /* fail local */
+    ngx_uint_t                   local_share; /* K of local_share=1/K */
     ngx_uint_t                   log_level;
 } ngx_http_redis_ratelimit_loc_conf_t;
 
@@ -123,6 +127,7 @@ typedef struct {
     ngx_uint_t                   nlimits;     /* those with a key */
     ngx_http_redis_ratelimit_limit_t    **limits;
     ngx_str_t                   *keys;
+    ngx_uint_t                  *costs;
 
     int                          argc;
     const char                 **argv;
@@ -161,6 +166,25 @@ void ngx_http_redis_ratelimit_call_detach(
 /* Errors logged at most once a second per worker. */
 void ngx_http_redis_ratelimit_log_failure(ngx_log_t *log, const char *fmt,
     ...);
+
+/* local: "redis_ratelimit_fail local", decided in a shared memory zone */
+
+/* "local_zone=NAME:SIZE", or the default zone when value is NULL */
+char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_str_t *value, ngx_shm_zone_t **zone);
+/* gives the zones used without a size the default one */
+void ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf);
+
+/*
+ * Decides every limit of the request in the location's local zone, all or
+ * nothing, and writes what the script would reply into ctx->result.
+ */
+ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+
+/* X-RateLimit-Limit of a zone decided locally with local_share=1/share */
+ngx_uint_t ngx_http_redis_ratelimit_local_capacity(
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
