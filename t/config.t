@@ -185,7 +185,7 @@ my @bad = (
     ['status twice', in_location("redis_ratelimit_status 429;\n            redis_ratelimit_status 503; # HERE"),
         '"redis_ratelimit_status" directive is duplicate in FILE:LINE'],
     ['bad fail value', in_location('redis_ratelimit_fail x; # HERE'),
-        'invalid value "x" in "redis_ratelimit_fail" directive, it must be "open" or "closed" in FILE:LINE'],
+        'invalid value "x" in "redis_ratelimit_fail" directive, it must be "open", "closed" or "local" in FILE:LINE'],
     ['bad headers value', in_location('redis_ratelimit_headers draft; # HERE'),
         'invalid value "draft" in "redis_ratelimit_headers" directive, it must be "off" or "legacy" in FILE:LINE'],
     ['bad log level', in_location('redis_ratelimit_log_level debug; # HERE'),
