@@ -51,6 +51,11 @@ typedef struct {
     ngx_uint_t                   in_flight;   /* calls hiredis holds */
     ngx_msec_t                   last_read;
 
+    /* commands sent and replies read on this connection */
+    uint64_t                     sent;
+    uint64_t                     replies;
+    unsigned                     unsolicited:1;
+
     unsigned                     connected:1;
     unsigned                     writing:1;   /* hiredis has output */
     unsigned                     edge:1;      /* edge-triggered events */
@@ -82,6 +87,19 @@ static void ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac,
 static void ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
 
+static ngx_int_t ngx_http_redis_ratelimit_command(redisAsyncContext *ac,
+    redisCallbackFn *fn, void *privdata, const char *format, ...);
+static ngx_uint_t ngx_http_redis_ratelimit_solicited(
+    const redisReadTask *task);
+static void *ngx_http_redis_ratelimit_create_string(const redisReadTask *task,
+    char *str, size_t len);
+static void *ngx_http_redis_ratelimit_create_array(const redisReadTask *task,
+    int elements);
+static void *ngx_http_redis_ratelimit_create_integer(
+    const redisReadTask *task, long long value);
+static void *ngx_http_redis_ratelimit_create_nil(const redisReadTask *task);
+static void ngx_http_redis_ratelimit_free_object(void *obj);
+
 static ngx_int_t ngx_http_redis_ratelimit_attach(
     ngx_http_redis_ratelimit_link_t *link, redisAsyncContext *ac);
 static void ngx_http_redis_ratelimit_add_read(void *data);
@@ -107,6 +125,17 @@ static void ngx_http_redis_ratelimit_circuit_outcome(
 
 
 static ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
+
+/* hiredis' own reply constructors, wrapped to count replies */
+static redisReplyObjectFunctions  *ngx_http_redis_ratelimit_hiredis_replies;
+
+static redisReplyObjectFunctions  ngx_http_redis_ratelimit_replies = {
+    ngx_http_redis_ratelimit_create_string,
+    ngx_http_redis_ratelimit_create_array,
+    ngx_http_redis_ratelimit_create_integer,
+    ngx_http_redis_ratelimit_create_nil,
+    ngx_http_redis_ratelimit_free_object
+};
 
 
 ngx_int_t
@@ -200,26 +229,41 @@ ngx_http_redis_ratelimit_connect(ngx_http_redis_ratelimit_link_t *link)
 
     redisAsyncSetConnectCallback(ac, ngx_http_redis_ratelimit_on_connect);
 
+    /*
+     * hiredis 0.14 assert()s on a reply that no command awaits: counting
+     * replies as they are parsed, one too many fails the connection first
+     */
+    ngx_http_redis_ratelimit_hiredis_replies = ac->c.reader->fn;
+    ac->c.reader->fn = &ngx_http_redis_ratelimit_replies;
+    link->sent = 0;
+    link->replies = 0;
+    link->unsolicited = 0;
+
     /* queued now, written as soon as the connection is up */
 
     if (rmcf->password.len) {
-        redisAsyncCommand(ac, ngx_http_redis_ratelimit_setup_reply, "AUTH",
-                          "AUTH %b", rmcf->password.data,
-                          rmcf->password.len);
+        ngx_http_redis_ratelimit_command(ac,
+                                         ngx_http_redis_ratelimit_setup_reply,
+                                         "AUTH", "AUTH %b",
+                                         rmcf->password.data,
+                                         rmcf->password.len);
     }
 
     if (rmcf->db) {
-        redisAsyncCommand(ac, ngx_http_redis_ratelimit_setup_reply, "SELECT",
-                          "SELECT %d", (int) rmcf->db);
+        ngx_http_redis_ratelimit_command(ac,
+                                         ngx_http_redis_ratelimit_setup_reply,
+                                         "SELECT", "SELECT %d",
+                                         (int) rmcf->db);
     }
 
-    redisAsyncCommand(ac, ngx_http_redis_ratelimit_setup_reply,
-                      "CLIENT SETNAME",
-                      "CLIENT SETNAME nginx-redis-ratelimit");
+    ngx_http_redis_ratelimit_command(ac, ngx_http_redis_ratelimit_setup_reply,
+                                     "CLIENT SETNAME",
+                                     "CLIENT SETNAME nginx-redis-ratelimit");
 
     script = rrl_script(&len);
-    redisAsyncCommand(ac, ngx_http_redis_ratelimit_setup_reply, "SCRIPT LOAD",
-                      "SCRIPT LOAD %b", script, len);
+    ngx_http_redis_ratelimit_command(ac, ngx_http_redis_ratelimit_setup_reply,
+                                     "SCRIPT LOAD", "SCRIPT LOAD %b",
+                                     script, len);
 
     ngx_add_timer(&link->connect_timer, rmcf->connect_timeout);
 
@@ -320,6 +364,106 @@ ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac, void *reply,
                                      (char *) privdata, &link->conf->server,
                                      (size_t) rr->len, rr->str);
     }
+}
+
+
+/* commands, and the replies they are owed */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_command(redisAsyncContext *ac, redisCallbackFn *fn,
+    void *privdata, const char *format, ...)
+{
+    int      rc;
+    va_list  args;
+
+    va_start(args, format);
+    rc = redisvAsyncCommand(ac, fn, privdata, format, args);
+    va_end(args);
+
+    if (rc != REDIS_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_redis_ratelimit_link.sent++;
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_redis_ratelimit_solicited(const redisReadTask *task)
+{
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    if (task->parent != NULL) {
+        /* an element of a reply already counted */
+        return 1;
+    }
+
+    if (++link->replies <= link->sent) {
+        return 1;
+    }
+
+    /* NULL to the parser: it fails, and hiredis drops the connection */
+    link->unsolicited = 1;
+
+    return 0;
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_string(const redisReadTask *task, char *str,
+    size_t len)
+{
+    if (!ngx_http_redis_ratelimit_solicited(task)) {
+        return NULL;
+    }
+
+    return ngx_http_redis_ratelimit_hiredis_replies->createString(task, str,
+                                                                  len);
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_array(const redisReadTask *task, int elements)
+{
+    if (!ngx_http_redis_ratelimit_solicited(task)) {
+        return NULL;
+    }
+
+    return ngx_http_redis_ratelimit_hiredis_replies->createArray(task,
+                                                                 elements);
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_integer(const redisReadTask *task,
+    long long value)
+{
+    if (!ngx_http_redis_ratelimit_solicited(task)) {
+        return NULL;
+    }
+
+    return ngx_http_redis_ratelimit_hiredis_replies->createInteger(task,
+                                                                   value);
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_nil(const redisReadTask *task)
+{
+    if (!ngx_http_redis_ratelimit_solicited(task)) {
+        return NULL;
+    }
+
+    return ngx_http_redis_ratelimit_hiredis_replies->createNil(task);
+}
+
+
+static void
+ngx_http_redis_ratelimit_free_object(void *obj)
+{
+    ngx_http_redis_ratelimit_hiredis_replies->freeObject(obj);
 }
 
 
@@ -489,7 +633,10 @@ ngx_http_redis_ratelimit_cleanup(void *data)
                                      "redis_ratelimit: connection to %V "
                                      "%s: %s", &link->conf->server,
                                      link->connected ? "lost" : "failed",
-                                     ac->errstr[0] ? ac->errstr : "closed");
+                                     link->unsolicited
+                                         ? "a reply no command awaits"
+                                         : ac->errstr[0] ? ac->errstr
+                                                         : "closed");
     }
 
     if (c->read->posted) {
@@ -702,6 +849,8 @@ ngx_http_redis_ratelimit_send(ngx_http_redis_ratelimit_call_t *call)
         return NGX_ERROR;
     }
 
+    link->sent++;
+
     if (!call->in_redis) {
         call->in_redis = 1;
         link->in_flight++;
@@ -716,6 +865,7 @@ ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
     size_t                              i, len;
+    ngx_uint_t                          noscript;
     const char                         *script;
     redisReply                         *rr = reply;
     ngx_http_redis_ratelimit_call_t    *call = privdata;
@@ -724,29 +874,37 @@ ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
     call->in_redis = 0;
     ngx_http_redis_ratelimit_link.in_flight--;
 
-    if (rr != NULL && rr->type == REDIS_REPLY_ERROR && !call->retried
-        && rrl_reply_error_kind(rr->str, rr->len) == RRL_REPLY_NOSCRIPT)
-    {
+    noscript = (rr != NULL && rr->type == REDIS_REPLY_ERROR
+                && rrl_reply_error_kind(rr->str, rr->len)
+                   == RRL_REPLY_NOSCRIPT);
+
+    /* a NOSCRIPT reply is Redis answering: no failure for the breaker */
+    ngx_http_redis_ratelimit_circuit_outcome(call,
+                     rr != NULL && (rr->type == REDIS_REPLY_ARRAY || noscript));
+
+    if (call->request == NULL) {
+        /*
+         * the request is gone, or timed out: nobody waits for this, and its
+         * arguments went with the request's pool
+         */
+        ngx_free(call);
+        return;
+    }
+
+    if (noscript && !call->retried) {
         /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
         call->retried = 1;
+        call->counted = 0;
 
         script = rrl_script(&len);
 
-        if (redisAsyncCommand(ac, NULL, NULL, "SCRIPT LOAD %b", script, len)
-            == REDIS_OK
+        if (ngx_http_redis_ratelimit_command(ac, NULL, NULL, "SCRIPT LOAD %b",
+                                             script, len)
+            == NGX_OK
             && ngx_http_redis_ratelimit_send(call) == NGX_OK)
         {
             return;
         }
-    }
-
-    ngx_http_redis_ratelimit_circuit_outcome(call,
-                               rr != NULL && rr->type == REDIS_REPLY_ARRAY);
-
-    if (call->request == NULL) {
-        /* the request is gone, or timed out: nobody waits for this */
-        ngx_free(call);
-        return;
     }
 
     if (rr == NULL) {

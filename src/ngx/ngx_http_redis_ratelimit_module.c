@@ -476,7 +476,7 @@ ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
         cost = 1;
 
     } else if (cost > NGX_HTTP_REDIS_RATELIMIT_MAX_COST) {
-        cost = NGX_HTTP_REDIS_RATELIMIT_MAX_COST;
+        cost = NGX_HTTP_REDIS_RATELIMIT_OVER_COST;
     }
 
     p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
@@ -518,6 +518,7 @@ static void
 ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
+    ngx_uint_t                             i;
     ngx_http_redis_ratelimit_result_t     *result;
     ngx_http_redis_ratelimit_loc_conf_t   *rlcf;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -546,6 +547,21 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
         /* the core has logged what was wrong with the reply */
         ngx_http_redis_ratelimit_fail(r, ctx);
         return;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        if ((uint64_t) ctx->limit_results[i].remaining
+            > ctx->limits[i]->zone->capacity)
+        {
+            /* more left than the zone can ever hold: not our script's */
+            ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: unexpected script "
+                                     "reply: remaining %L of zone \"%V\"",
+                                     (int64_t) ctx->limit_results[i].remaining,
+                                     &ctx->limits[i]->zone->name);
+            ngx_http_redis_ratelimit_fail(r, ctx);
+            return;
+        }
     }
 
     ctx->decided = 1;

@@ -31,6 +31,9 @@
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
 
 #define NGX_HTTP_REDIS_RATELIMIT_MAX_COST          1000000000
+/* a cost from a variable over the maximum: more than any zone's capacity */
+#define NGX_HTTP_REDIS_RATELIMIT_OVER_COST                                    \
+    (2 * NGX_HTTP_REDIS_RATELIMIT_MAX_COST + 2)
 
 
 typedef struct {
