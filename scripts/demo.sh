@@ -39,7 +39,8 @@ events { worker_connections 1024; }
 http {
     access_log $dir/access.log;
     redis_ratelimit_server 127.0.0.1:$redis_port timeout=100ms;
-    redis_ratelimit_zone \$binary_remote_addr zone=per_client rate=5r/10s;
+    redis_ratelimit_zone \$binary_remote_addr zone=per_client rate=5r/10s
+                         algorithm=fixed_window;
     redis_ratelimit_log_level notice;
     server {
         listen 127.0.0.1:$http_port;
