@@ -102,6 +102,39 @@ static ngx_conf_enum_t  ngx_http_redis_ratelimit_log_levels[] = {
 };
 
 
+/* the time and number parameters of "redis_ratelimit_server" */
+typedef struct {
+    ngx_str_t                    name;        /* with its "=" */
+    ngx_uint_t                   time;        /* a time, or a number >= 1 */
+    size_t                       offset;      /* in the main conf */
+    char                        *what;        /* for errors */
+} ngx_http_redis_ratelimit_server_param_t;
+
+
+static ngx_http_redis_ratelimit_server_param_t
+    ngx_http_redis_ratelimit_server_params[] =
+{
+    { ngx_string("timeout="), 1,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, timeout), "timeout" },
+
+    { ngx_string("connect_timeout="), 1,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, connect_timeout),
+      "timeout" },
+
+    { ngx_string("cooldown="), 1,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, cooldown), "cooldown" },
+
+    { ngx_string("max_failures="), 0,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, max_failures),
+      "number" },
+
+    { ngx_string("max_parked="), 0,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, max_parked), "number" },
+
+    { ngx_null_string, 0, 0, NULL }
+};
+
+
 static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_server"),
@@ -994,9 +1027,11 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_int_t            db, n;
     ngx_str_t           *value, s;
     ngx_url_t            u;
-    ngx_uint_t           i, cooldown;
+    ngx_uint_t           i, ok;
     ngx_msec_t           ms;
     struct sockaddr_un  *saun;
+
+    ngx_http_redis_ratelimit_server_param_t  *param;
 
     if (rmcf->server.len) {
         return "is duplicate";
@@ -1064,56 +1099,39 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 
     for (i = 2; i < cf->args->nelts; i++) {
 
-        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
-            || ngx_strncmp(value[i].data, "connect_timeout=", 16) == 0
-            || ngx_strncmp(value[i].data, "cooldown=", 9) == 0)
+        for (param = ngx_http_redis_ratelimit_server_params;
+             param->name.len;
+             param++)
         {
-            s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
-            s.len = value[i].data + value[i].len - s.data;
-
-            cooldown = (value[i].data[1] == 'o' && value[i].data[2] == 'o');
-
-            ms = ngx_parse_time(&s, 0);
-            if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid %s \"%V\" in \"%V\" directive",
-                                   cooldown ? "cooldown" : "timeout",
-                                   &value[i], &cmd->name);
-                return NGX_CONF_ERROR;
+            if (value[i].len >= param->name.len
+                && ngx_strncmp(value[i].data, param->name.data,
+                               param->name.len)
+                   == 0)
+            {
+                break;
             }
-
-            if (cooldown) {
-                rmcf->cooldown = ms;
-
-            } else if (value[i].data[0] == 't') {
-                rmcf->timeout = ms;
-
-            } else {
-                rmcf->connect_timeout = ms;
-            }
-
-            continue;
         }
 
-        if (ngx_strncmp(value[i].data, "max_failures=", 13) == 0
-            || ngx_strncmp(value[i].data, "max_parked=", 11) == 0)
-        {
-            s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
-            s.len = value[i].data + value[i].len - s.data;
+        if (param->name.len) {
+            s.data = value[i].data + param->name.len;
+            s.len = value[i].len - param->name.len;
 
-            n = ngx_atoi(s.data, s.len);
-            if (n == NGX_ERROR || n == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid number \"%V\" in \"%V\" "
-                                   "directive", &value[i], &cmd->name);
-                return NGX_CONF_ERROR;
-            }
-
-            if (value[i].data[4] == 'f') {
-                rmcf->max_failures = n;
+            if (param->time) {
+                ms = ngx_parse_time(&s, 0);
+                ok = (ms != (ngx_msec_t) NGX_ERROR && ms != 0);
+                *(ngx_msec_t *) ((char *) rmcf + param->offset) = ms;
 
             } else {
-                rmcf->max_parked = n;
+                n = ngx_atoi(s.data, s.len);
+                ok = (n != NGX_ERROR && n != 0);
+                *(ngx_uint_t *) ((char *) rmcf + param->offset) = n;
+            }
+
+            if (!ok) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid %s \"%V\" in \"%V\" directive",
+                                   param->what, &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
             }
 
             continue;
