@@ -1,9 +1,9 @@
 
 /*
- * The per-worker Redis link: one hiredis async connection on nginx's event
- * loop, shared (pipelined) by every request of the worker, reconnected with
- * backoff when lost; and the script calls made on it, each with its own
- * timeout, that outlive their request if the client goes away.
+ * The per-worker Redis link: the script calls of requests, routed to a
+ * node (the server, the primary a Sentinel names, or in a Cluster the
+ * primary of the keys' slot, one call per slot), each request's calls under
+ * one timeout; they outlive their request if the client goes away.
  */
 
 
@@ -11,56 +11,30 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
-
-#include <sys/ioctl.h>
-
-#include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_link.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MIN  50
-#define NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX  500
-
-/* our replies are a few hundred bytes: more buffered is a broken server */
-#define NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED  (1024 * 1024)
-
-#define NGX_HTTP_REDIS_RATELIMIT_CLOSED     0
-#define NGX_HTTP_REDIS_RATELIMIT_OPEN       1
-#define NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN  2
-
-
+/* one script call on one node: the request's limits of one slot */
 typedef struct {
-    ngx_http_redis_ratelimit_main_conf_t  *conf;
-    ngx_log_t                   *log;
+    ngx_http_redis_ratelimit_call_t   *call;
+    ngx_http_redis_ratelimit_node_t   *node;  /* where it was sent */
+    ngx_uint_t                   slot;
 
-    redisAsyncContext           *ac;          /* NULL: not connected */
-    ngx_connection_t            *connection;
-    ngx_event_t                  connect_timer;
-    ngx_event_t                  reconnect_timer;
-    ngx_msec_t                   backoff;
+    /* in the request's pool: used only while the request waits */
+    int                          argc;
+    const char                 **argv;
+    size_t                      *argvlen;
+    ngx_uint_t                   nlimits;
+    ngx_uint_t                  *index;       /* the request's limit of each */
+    int64_t                     *values;      /* the reply */
 
-    /* the circuit breaker */
-    ngx_uint_t                   circuit;
-    ngx_uint_t                   failures;    /* in a row */
-    ngx_msec_t                   open_until;
-    unsigned                     probing:1;   /* half open: one call out */
-    unsigned                     dropping:1;  /* freeing a stuck context */
-
-    ngx_uint_t                   parked;      /* calls with a request */
-    ngx_uint_t                   in_flight;   /* calls hiredis holds */
-    ngx_msec_t                   last_read;
-
-    /* commands sent and replies read on this connection */
-    uint64_t                     sent;
-    uint64_t                     replies;
-    unsigned                     unsolicited:1;
-
-    unsigned                     connected:1;
-    unsigned                     writing:1;   /* hiredis has output */
-    unsigned                     edge:1;      /* edge-triggered events */
-    unsigned                     exiting:1;
-} ngx_http_redis_ratelimit_link_t;
+    unsigned                     in_redis:1;  /* hiredis holds privdata */
+    unsigned                     answered:1;
+    unsigned                     ok:1;        /* values are set */
+    unsigned                     retried:1;   /* after NOSCRIPT */
+    unsigned                     redirected:1; /* after MOVED or ASK */
+    unsigned                     counted:1;   /* the breaker saw its outcome */
+} ngx_http_redis_ratelimit_part_t;
 
 
 struct ngx_http_redis_ratelimit_call_s {
@@ -68,80 +42,45 @@ struct ngx_http_redis_ratelimit_call_s {
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_done_pt  done;
     ngx_event_t                  timer;       /* command timeout */
-    ngx_event_t                  finish;      /* posted on the reply */
-    unsigned                     in_redis:1;  /* hiredis holds privdata */
-    unsigned                     retried:1;   /* after NOSCRIPT */
-    unsigned                     counted:1;   /* the breaker saw its outcome */
-    unsigned                     probe:1;     /* the half-open circuit's */
+    ngx_event_t                  finish;      /* posted on the last reply */
+    ngx_uint_t                   nparts;
+    ngx_uint_t                   pending;     /* parts not answered */
+    ngx_uint_t                   in_redis;    /* parts hiredis holds */
+    ngx_http_redis_ratelimit_part_t  parts[1];
 };
 
 
-static void ngx_http_redis_ratelimit_connect(
-    ngx_http_redis_ratelimit_link_t *link);
-static void ngx_http_redis_ratelimit_schedule_reconnect(
-    ngx_http_redis_ratelimit_link_t *link);
-static void ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_connect_timeout_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac,
-    int status);
-static void ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac,
-    void *reply, void *privdata);
-
-static ngx_int_t ngx_http_redis_ratelimit_command(redisAsyncContext *ac,
-    redisCallbackFn *fn, void *privdata, const char *format, ...);
-static ngx_uint_t ngx_http_redis_ratelimit_solicited(
-    const redisReadTask *task);
-static void *ngx_http_redis_ratelimit_create_string(const redisReadTask *task,
-    char *str, size_t len);
-static void *ngx_http_redis_ratelimit_create_array(const redisReadTask *task,
-    int elements);
-static void *ngx_http_redis_ratelimit_create_integer(
-    const redisReadTask *task, long long value);
-static void *ngx_http_redis_ratelimit_create_nil(const redisReadTask *task);
-static void ngx_http_redis_ratelimit_free_object(void *obj);
-
-static ngx_int_t ngx_http_redis_ratelimit_attach(
-    ngx_http_redis_ratelimit_link_t *link, redisAsyncContext *ac);
-static void ngx_http_redis_ratelimit_add_read(void *data);
-static void ngx_http_redis_ratelimit_del_read(void *data);
-static void ngx_http_redis_ratelimit_add_write(void *data);
-static void ngx_http_redis_ratelimit_del_write(void *data);
-static void ngx_http_redis_ratelimit_cleanup(void *data);
-static void ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev);
-static void ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev);
-
+static ngx_int_t ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call);
+static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
+    ngx_uint_t slot);
 static ngx_int_t ngx_http_redis_ratelimit_send(
-    ngx_http_redis_ratelimit_call_t *call);
+    ngx_http_redis_ratelimit_part_t *part,
+    ngx_http_redis_ratelimit_node_t *node);
 static void ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
-static void ngx_http_redis_ratelimit_call_failed(
-    ngx_http_redis_ratelimit_call_t *call, const char *fmt, ...);
+static ngx_int_t ngx_http_redis_ratelimit_redirect(
+    ngx_http_redis_ratelimit_part_t *part, redisReply *rr, ngx_uint_t kind);
+static void ngx_http_redis_ratelimit_part_done(
+    ngx_http_redis_ratelimit_part_t *part);
+static void ngx_http_redis_ratelimit_part_failed(
+    ngx_http_redis_ratelimit_part_t *part, const char *fmt, ...);
 static void ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
-static ngx_int_t ngx_http_redis_ratelimit_circuit_allows(
-    ngx_http_redis_ratelimit_link_t *link, ngx_log_t *log);
-static void ngx_http_redis_ratelimit_circuit_outcome(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t ok);
+static void ngx_http_redis_ratelimit_merge(
+    ngx_http_redis_ratelimit_call_t *call);
+static void ngx_http_redis_ratelimit_release(
+    ngx_http_redis_ratelimit_call_t *call);
 
 
-static ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
-
-/* hiredis' own reply constructors, wrapped to count replies */
-static redisReplyObjectFunctions  *ngx_http_redis_ratelimit_hiredis_replies;
-
-static redisReplyObjectFunctions  ngx_http_redis_ratelimit_replies = {
-    ngx_http_redis_ratelimit_create_string,
-    ngx_http_redis_ratelimit_create_array,
-    ngx_http_redis_ratelimit_create_integer,
-    ngx_http_redis_ratelimit_create_nil,
-    ngx_http_redis_ratelimit_free_object
-};
+ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
 
 
 ngx_int_t
 ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
+    ngx_http_redis_ratelimit_addr_t  *addr;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
     ngx_memzero(link, sizeof(ngx_http_redis_ratelimit_link_t));
@@ -149,613 +88,85 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     link->conf = rmcf;
     link->log = cycle->log;
     link->edge = (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? 1 : 0;
+    ngx_queue_init(&link->nodes);
 
-    link->connect_timer.handler =
-                              ngx_http_redis_ratelimit_connect_timeout_handler;
-    link->connect_timer.data = link;
-    link->connect_timer.log = cycle->log;
-    link->connect_timer.cancelable = 1;
+    switch (rmcf->mode) {
 
-    link->reconnect_timer.handler = ngx_http_redis_ratelimit_reconnect_handler;
-    link->reconnect_timer.data = link;
-    link->reconnect_timer.log = cycle->log;
-    link->reconnect_timer.cancelable = 1;
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
+        return ngx_http_redis_ratelimit_cluster_init(cycle);
 
-    ngx_http_redis_ratelimit_connect(link);
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
+        return ngx_http_redis_ratelimit_sentinel_init(cycle);
 
-    return NGX_OK;
+    default:
+        addr = rmcf->addrs.elts;
+
+        link->primary = ngx_http_redis_ratelimit_node_get(
+                                         NGX_HTTP_REDIS_RATELIMIT_DATA,
+                                         addr->host, addr->port,
+                                         addr->unix_path);
+        if (link->primary == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_http_redis_ratelimit_node_use(link->primary, 1);
+
+        return NGX_OK;
+    }
 }
 
 
 void
 ngx_http_redis_ratelimit_link_exit(void)
 {
+    ngx_queue_t                      *q;
+    ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    if (link->conf == NULL) {
+        return;
+    }
 
     link->exiting = 1;
 
-    if (link->connect_timer.timer_set) {
-        ngx_del_timer(&link->connect_timer);
-    }
+    ngx_http_redis_ratelimit_cluster_exit();
+    ngx_http_redis_ratelimit_sentinel_exit();
 
-    if (link->reconnect_timer.timer_set) {
-        ngx_del_timer(&link->reconnect_timer);
-    }
-
-    if (link->ac) {
-        /* runs pending callbacks with no reply, then the cleanup hook */
-        redisAsyncFree(link->ac);
+    for (q = ngx_queue_head(&link->nodes);
+         q != ngx_queue_sentinel(&link->nodes);
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+        ngx_http_redis_ratelimit_node_close(node);
     }
 }
 
 
-static void
-ngx_http_redis_ratelimit_connect(ngx_http_redis_ratelimit_link_t *link)
+void
+ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node)
 {
-    size_t                                 len;
-    const char                            *script;
-    redisAsyncContext                     *ac;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
-    rmcf = link->conf;
-
-    /* the address is numeric (resolved at configuration): no DNS here */
-    if (rmcf->unix_path.len) {
-        ac = redisAsyncConnectUnix((char *) rmcf->unix_path.data);
-
-    } else {
-        ac = redisAsyncConnect((char *) rmcf->host.data, rmcf->port);
-    }
-
-    if (ac == NULL) {
-        ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: cannot connect to %V: "
-                                     "out of memory", &rmcf->server);
-        goto retry;
-    }
-
-    if (ac->err) {
-        ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: cannot connect to %V: "
-                                     "%s", &rmcf->server, ac->errstr);
-        redisAsyncFree(ac);
-        goto retry;
-    }
-
-    if (ngx_http_redis_ratelimit_attach(link, ac) != NGX_OK) {
-        redisAsyncFree(ac);
-        goto retry;
-    }
-
-    redisAsyncSetConnectCallback(ac, ngx_http_redis_ratelimit_on_connect);
-
-    /*
-     * hiredis 0.14 assert()s on a reply that no command awaits: counting
-     * replies as they are parsed, one too many fails the connection first
-     */
-    ngx_http_redis_ratelimit_hiredis_replies = ac->c.reader->fn;
-    ac->c.reader->fn = &ngx_http_redis_ratelimit_replies;
-    link->sent = 0;
-    link->replies = 0;
-    link->unsolicited = 0;
-
-    /* queued now, written as soon as the connection is up */
-
-    if (rmcf->password.len) {
-        ngx_http_redis_ratelimit_command(ac,
-                                         ngx_http_redis_ratelimit_setup_reply,
-                                         "AUTH", "AUTH %b",
-                                         rmcf->password.data,
-                                         rmcf->password.len);
-    }
-
-    if (rmcf->db) {
-        ngx_http_redis_ratelimit_command(ac,
-                                         ngx_http_redis_ratelimit_setup_reply,
-                                         "SELECT", "SELECT %d",
-                                         (int) rmcf->db);
-    }
-
-    ngx_http_redis_ratelimit_command(ac, ngx_http_redis_ratelimit_setup_reply,
-                                     "CLIENT SETNAME",
-                                     "CLIENT SETNAME nginx-redis-ratelimit");
-
-    script = rrl_script(&len);
-    ngx_http_redis_ratelimit_command(ac, ngx_http_redis_ratelimit_setup_reply,
-                                     "SCRIPT LOAD", "SCRIPT LOAD %b",
-                                     script, len);
-
-    ngx_add_timer(&link->connect_timer, rmcf->connect_timeout);
-
-    return;
-
-retry:
-
-    ngx_http_redis_ratelimit_schedule_reconnect(link);
-}
-
-
-static void
-ngx_http_redis_ratelimit_schedule_reconnect(
-    ngx_http_redis_ratelimit_link_t *link)
-{
-    if (link->exiting || ngx_exiting || ngx_terminate || ngx_quit
-        || link->reconnect_timer.timer_set)
+    if (link->exiting || node->role != NGX_HTTP_REDIS_RATELIMIT_DATA
+        || !node->reconnect)
     {
         return;
     }
 
-    if (link->backoff == 0) {
-        link->backoff = NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MIN;
+    /* a primary gone may have been replaced: ask who serves now */
 
-    } else {
-        link->backoff = ngx_min(link->backoff * 2,
-                                NGX_HTTP_REDIS_RATELIMIT_BACKOFF_MAX);
-    }
+    switch (link->conf->mode) {
 
-    /* +-25% jitter: a fleet's workers do not reconnect in step */
-    ngx_add_timer(&link->reconnect_timer,
-                  link->backoff * 3 / 4
-                  + (ngx_msec_t) ngx_random() % (link->backoff / 2 + 1));
-}
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
+        ngx_http_redis_ratelimit_cluster_refresh();
+        break;
 
-
-static void
-ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev)
-{
-    ngx_http_redis_ratelimit_link_t  *link = ev->data;
-
-    if (link->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
-        return;
-    }
-
-    ngx_http_redis_ratelimit_connect(link);
-}
-
-
-static void
-ngx_http_redis_ratelimit_connect_timeout_handler(ngx_event_t *ev)
-{
-    ngx_http_redis_ratelimit_link_t  *link = ev->data;
-
-    ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: connecting to %V "
-                                     "timed out", &link->conf->server);
-
-    if (link->ac) {
-        /* fails the queued calls; the cleanup hook schedules a retry */
-        redisAsyncFree(link->ac);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac, int status)
-{
-    ngx_http_redis_ratelimit_link_t  *link = ac->ev.data;
-
-    if (status != REDIS_OK) {
-        /* hiredis frees the context next: the cleanup hook logs and retries */
-        return;
-    }
-
-    if (link->connect_timer.timer_set) {
-        ngx_del_timer(&link->connect_timer);
-    }
-
-    link->connected = 1;
-    link->backoff = 0;
-
-    ngx_log_error(NGX_LOG_INFO, link->log, 0,
-                  "redis_ratelimit: connected to %V", &link->conf->server);
-}
-
-
-static void
-ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac, void *reply,
-    void *privdata)
-{
-    redisReply                       *rr = reply;
-    ngx_http_redis_ratelimit_link_t  *link = ac->ev.data;
-
-    if (rr != NULL && rr->type == REDIS_REPLY_ERROR && link != NULL) {
-        ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: %s on %V failed: %*s",
-                                     (char *) privdata, &link->conf->server,
-                                     (size_t) rr->len, rr->str);
-    }
-}
-
-
-/* commands, and the replies they are owed */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_command(redisAsyncContext *ac, redisCallbackFn *fn,
-    void *privdata, const char *format, ...)
-{
-    int      rc;
-    va_list  args;
-
-    va_start(args, format);
-    rc = redisvAsyncCommand(ac, fn, privdata, format, args);
-    va_end(args);
-
-    if (rc != REDIS_OK) {
-        return NGX_ERROR;
-    }
-
-    ngx_http_redis_ratelimit_link.sent++;
-
-    return NGX_OK;
-}
-
-
-static ngx_uint_t
-ngx_http_redis_ratelimit_solicited(const redisReadTask *task)
-{
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    if (task->parent != NULL) {
-        /* an element of a reply already counted */
-        return 1;
-    }
-
-    if (++link->replies <= link->sent) {
-        return 1;
-    }
-
-    /* NULL to the parser: it fails, and hiredis drops the connection */
-    link->unsolicited = 1;
-
-    return 0;
-}
-
-
-static void *
-ngx_http_redis_ratelimit_create_string(const redisReadTask *task, char *str,
-    size_t len)
-{
-    if (!ngx_http_redis_ratelimit_solicited(task)) {
-        return NULL;
-    }
-
-    return ngx_http_redis_ratelimit_hiredis_replies->createString(task, str,
-                                                                  len);
-}
-
-
-static void *
-ngx_http_redis_ratelimit_create_array(const redisReadTask *task, int elements)
-{
-    if (!ngx_http_redis_ratelimit_solicited(task)) {
-        return NULL;
-    }
-
-    return ngx_http_redis_ratelimit_hiredis_replies->createArray(task,
-                                                                 elements);
-}
-
-
-static void *
-ngx_http_redis_ratelimit_create_integer(const redisReadTask *task,
-    long long value)
-{
-    if (!ngx_http_redis_ratelimit_solicited(task)) {
-        return NULL;
-    }
-
-    return ngx_http_redis_ratelimit_hiredis_replies->createInteger(task,
-                                                                   value);
-}
-
-
-static void *
-ngx_http_redis_ratelimit_create_nil(const redisReadTask *task)
-{
-    if (!ngx_http_redis_ratelimit_solicited(task)) {
-        return NULL;
-    }
-
-    return ngx_http_redis_ratelimit_hiredis_replies->createNil(task);
-}
-
-
-static void
-ngx_http_redis_ratelimit_free_object(void *obj)
-{
-    ngx_http_redis_ratelimit_hiredis_replies->freeObject(obj);
-}
-
-
-/* the hiredis adapter */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_attach(ngx_http_redis_ratelimit_link_t *link,
-    redisAsyncContext *ac)
-{
-    ngx_connection_t  *c;
-
-    if (ac->ev.data != NULL) {
-        /* never two event loops on one context */
-        return NGX_ERROR;
-    }
-
-    c = ngx_get_connection(ac->c.fd, link->log);
-    if (c == NULL) {
-        return NGX_ERROR;
-    }
-
-    c->data = link;
-    c->log = link->log;
-    c->read->log = link->log;
-    c->write->log = link->log;
-    c->read->handler = ngx_http_redis_ratelimit_read_handler;
-    c->write->handler = ngx_http_redis_ratelimit_write_handler;
-
-    if (link->edge) {
-        /*
-         * edge-triggered: registered once for both directions; hiredis does
-         * its own recv() and send(), so readiness is tracked here
-         */
-
-        if (ngx_add_conn) {
-            if (ngx_add_conn(c) != NGX_OK) {
-                goto failed;
-            }
-
-        } else if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_CLEAR_EVENT)
-                   != NGX_OK
-                   || ngx_add_event(c->write, NGX_WRITE_EVENT,
-                                    NGX_CLEAR_EVENT)
-                      != NGX_OK)
-        {
-            goto failed;
-        }
-    }
-
-    link->ac = ac;
-    link->connection = c;
-    link->connected = 0;
-    link->writing = 0;
-
-    ac->ev.data = link;
-    ac->ev.addRead = ngx_http_redis_ratelimit_add_read;
-    ac->ev.delRead = ngx_http_redis_ratelimit_del_read;
-    ac->ev.addWrite = ngx_http_redis_ratelimit_add_write;
-    ac->ev.delWrite = ngx_http_redis_ratelimit_del_write;
-    ac->ev.cleanup = ngx_http_redis_ratelimit_cleanup;
-
-    return NGX_OK;
-
-failed:
-
-    /* the fd stays hiredis's to close */
-    ngx_free_connection(c);
-    c->fd = (ngx_socket_t) -1;
-
-    return NGX_ERROR;
-}
-
-
-static void
-ngx_http_redis_ratelimit_add_read(void *data)
-{
-    ngx_http_redis_ratelimit_link_t  *link = data;
-
-    ngx_event_t  *rev;
-
-    rev = link->connection->read;
-
-    if (!link->edge && !rev->active) {
-        (void) ngx_add_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_del_read(void *data)
-{
-    ngx_http_redis_ratelimit_link_t  *link = data;
-
-    ngx_event_t  *rev;
-
-    rev = link->connection->read;
-
-    if (!link->edge && rev->active) {
-        (void) ngx_del_event(rev, NGX_READ_EVENT, 0);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_add_write(void *data)
-{
-    ngx_http_redis_ratelimit_link_t  *link = data;
-
-    ngx_event_t  *wev;
-
-    link->writing = 1;
-    wev = link->connection->write;
-
-    if (!link->edge) {
-        if (!wev->active) {
-            (void) ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
+        if (node == link->primary) {
+            ngx_http_redis_ratelimit_sentinel_ask();
         }
 
-        return;
-    }
-
-    /*
-     * The socket was writable at the last edge, so no new edge will come:
-     * write at the end of this loop iteration, together with every command
-     * queued until then (pipelining).
-     */
-
-    if (wev->ready && !wev->posted) {
-        ngx_post_event(wev, &ngx_posted_events);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_del_write(void *data)
-{
-    ngx_http_redis_ratelimit_link_t  *link = data;
-
-    ngx_event_t  *wev;
-
-    link->writing = 0;
-    wev = link->connection->write;
-
-    if (!link->edge && wev->active) {
-        (void) ngx_del_event(wev, NGX_WRITE_EVENT, 0);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_cleanup(void *data)
-{
-    ngx_http_redis_ratelimit_link_t  *link = data;
-
-    ngx_connection_t   *c;
-    redisAsyncContext  *ac;
-
-    c = link->connection;
-    ac = link->ac;
-
-    if (c == NULL) {
-        return;
-    }
-
-    if (!link->exiting && ac != NULL) {
-        ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: connection to %V "
-                                     "%s: %s", &link->conf->server,
-                                     link->connected ? "lost" : "failed",
-                                     link->unsolicited
-                                         ? "a reply no command awaits"
-                                         : ac->errstr[0] ? ac->errstr
-                                                         : "closed");
-    }
-
-    if (c->read->posted) {
-        ngx_delete_posted_event(c->read);
-    }
-
-    if (c->write->posted) {
-        ngx_delete_posted_event(c->write);
-    }
-
-    /* hiredis closes the fd right after this: no epoll_ctl() needed */
-
-    if (ngx_del_conn) {
-        (void) ngx_del_conn(c, NGX_CLOSE_EVENT);
-
-    } else {
-        if (c->read->active) {
-            (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
-        }
-
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
-        }
-    }
-
-    ngx_free_connection(c);
-    c->fd = (ngx_socket_t) -1;
-
-    ac->ev.data = NULL;
-    link->ac = NULL;
-    link->connection = NULL;
-    link->connected = 0;
-    link->writing = 0;
-    link->dropping = 0;
-
-    if (link->connect_timer.timer_set) {
-        ngx_del_timer(&link->connect_timer);
-    }
-
-    ngx_http_redis_ratelimit_schedule_reconnect(link);
-}
-
-
-static void
-ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev)
-{
-    int                               n;
-    ngx_connection_t                 *c;
-    ngx_http_redis_ratelimit_link_t  *link;
-
-    c = rev->data;
-    link = c->data;
-
-    link->last_read = ngx_current_msec;
-
-    for ( ;; ) {
-        /* may free the context: then the cleanup hook has nulled link->ac */
-        redisAsyncHandleRead(link->ac);
-
-        if (link->ac == NULL) {
-            return;
-        }
-
-        if (link->ac->c.reader->len > NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED) {
-            ngx_http_redis_ratelimit_log_failure(link->log,
-                                     "redis_ratelimit: %V sent a reply of "
-                                     "over %uz bytes, reconnecting",
-                                     &link->conf->server,
-                                     (size_t) link->ac->c.reader->len);
-            redisAsyncFree(link->ac);
-            return;
-        }
-
-        if (!link->edge) {
-            return;
-        }
-
-        /* edge-triggered: no new edge for data already queued */
-
-        if (ioctl(c->fd, FIONREAD, &n) == -1 || n == 0) {
-            break;
-        }
-    }
-
-    if (rev->pending_eof) {
-        /* the peer's FIN arrived with the last data: let hiredis see EOF */
-        redisAsyncHandleRead(link->ac);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev)
-{
-    size_t                            pending;
-    ngx_connection_t                 *c;
-    ngx_http_redis_ratelimit_link_t  *link;
-
-    c = wev->data;
-    link = c->data;
-
-    if (link->connected && !link->writing) {
-        return;
-    }
-
-    for ( ;; ) {
-        pending = sdslen(link->ac->c.obuf);
-
-        redisAsyncHandleWrite(link->ac);
-
-        if (link->ac == NULL || !link->edge || !link->writing) {
-            return;
-        }
-
-        if (sdslen(link->ac->c.obuf) == pending) {
-            /* the socket buffer is full: wait for the next edge */
-            wev->ready = 0;
-            return;
-        }
+        break;
     }
 }
 
@@ -766,15 +177,11 @@ ngx_http_redis_ratelimit_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_done_pt done)
 {
+    ngx_uint_t                        i, nparts;
     ngx_http_redis_ratelimit_call_t  *call;
+    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    if (link->ac == NULL) {
-        ngx_http_redis_ratelimit_log_failure(r->connection->log,
-                                     "redis_ratelimit: no connection to %V",
-                                     &link->conf->server);
-        return NULL;
-    }
 
     if (link->parked >= link->conf->max_parked) {
         /* a stalled Redis must not pile up requests without bound */
@@ -785,14 +192,12 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         return NULL;
     }
 
-    if (ngx_http_redis_ratelimit_circuit_allows(link, r->connection->log)
-        != NGX_OK)
-    {
-        return NULL;
-    }
+    /* at most a part a limit; not in r->pool: hiredis may outlive it */
+    nparts = (link->conf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER)
+             ? ctx->nlimits : 1;
 
-    /* not in r->pool: hiredis may hold it after the request is gone */
-    call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t),
+    call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t)
+                      + (nparts - 1) * sizeof(ngx_http_redis_ratelimit_part_t),
                       r->connection->log);
     if (call == NULL) {
         return NULL;
@@ -802,6 +207,41 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     call->ctx = ctx;
     call->done = done;
 
+    if (ngx_http_redis_ratelimit_split(r, ctx, call) != NGX_OK) {
+        ngx_free(call);
+        return NULL;
+    }
+
+    /* every part must have somewhere to go, or none is sent */
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        node = ngx_http_redis_ratelimit_route(part->slot);
+
+        if (node == NULL || node->ac == NULL) {
+            ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: no connection to %V",
+                                     node ? &node->name : &link->conf->server);
+            goto failed;
+        }
+
+        part->node = node;
+    }
+
+    for (i = 0; i < call->nparts; i++) {
+        node = call->parts[i].node;
+
+        if (ngx_http_redis_ratelimit_circuit_allows(node) != NGX_OK) {
+            while (i--) {
+                /* the probes not made */
+                call->parts[i].node->probing = 0;
+            }
+
+            goto failed;
+        }
+    }
+
     call->timer.handler = ngx_http_redis_ratelimit_call_timeout_handler;
     call->timer.data = call;
     call->timer.log = r->connection->log;
@@ -810,19 +250,17 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     call->finish.data = call;
     call->finish.log = r->connection->log;
 
-    if (ngx_http_redis_ratelimit_send(call) != NGX_OK) {
-        ngx_http_redis_ratelimit_log_failure(r->connection->log,
-                                     "redis_ratelimit: cannot send to %V: %s",
-                                     &link->conf->server,
-                                     link->ac->errstr[0] ? link->ac->errstr
-                                                         : "closing");
-        ngx_free(call);
-        return NULL;
-    }
+    call->pending = call->nparts;
 
-    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN) {
-        call->probe = 1;
-        link->probing = 1;
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (ngx_http_redis_ratelimit_send(part, part->node) != NGX_OK) {
+            ngx_http_redis_ratelimit_part_failed(part, "cannot send: %s",
+                                                 part->node->ac->errstr[0]
+                                                 ? part->node->ac->errstr
+                                                 : "closing");
+        }
     }
 
     link->parked++;
@@ -831,30 +269,193 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_add_timer(&call->timer, link->conf->timeout);
 
     return call;
+
+failed:
+
+    ngx_free(call);
+
+    return NULL;
+}
+
+
+/*
+ * The request's script call, as parts: one in a single Redis; in a
+ * Cluster, one a slot of its keys, each with the limits of that slot, in
+ * the request's order.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call)
+{
+    u_char                           *p;
+    size_t                           *argvlen;
+    ngx_uint_t                        i, j, k, n, *slots;
+    const char                      **argv;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    n = ctx->nlimits;
+
+    if (ngx_http_redis_ratelimit_link.conf->mode
+        != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER)
+    {
+        part = &call->parts[0];
+
+        part->call = call;
+        part->argc = ctx->argc;
+        part->argv = ctx->argv;
+        part->argvlen = ctx->argvlen;
+        part->nlimits = n;
+        part->values = ctx->result.values;
+
+        part->index = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+        if (part->index == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < n; i++) {
+            part->index[i] = i;
+        }
+
+        call->nparts = 1;
+
+        return NGX_OK;
+    }
+
+    slots = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+    if (slots == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the keys are argv[3 ..]: see ngx_http_redis_ratelimit_prepare() */
+    for (i = 0; i < n; i++) {
+        slots[i] = rrl_key_slot(ctx->argv[3 + i], ctx->argvlen[3 + i]);
+    }
+
+    for (i = 0; i < n; i++) {
+
+        for (k = 0; k < call->nparts; k++) {
+            if (call->parts[k].slot == slots[i]) {
+                break;
+            }
+        }
+
+        if (k < call->nparts) {
+            /* added with the first limit of its slot */
+            continue;
+        }
+
+        part = &call->parts[call->nparts++];
+        part->call = call;
+        part->slot = slots[i];
+
+        for (j = i; j < n; j++) {
+            if (slots[j] == slots[i]) {
+                part->nlimits++;
+            }
+        }
+
+        part->index = ngx_palloc(r->pool, part->nlimits * sizeof(ngx_uint_t));
+        argv = ngx_palloc(r->pool, (4 + 6 * part->nlimits) * sizeof(char *));
+        argvlen = ngx_palloc(r->pool,
+                             (4 + 6 * part->nlimits) * sizeof(size_t));
+        part->values = ngx_palloc(r->pool,
+                                  (RRL_REPLY_HEADER
+                                   + RRL_REPLY_PER_LIMIT * part->nlimits)
+                                  * sizeof(int64_t));
+        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+
+        if (part->index == NULL || argv == NULL || argvlen == NULL
+            || part->values == NULL || p == NULL)
+        {
+            return NGX_ERROR;
+        }
+
+        argv[0] = ctx->argv[0];
+        argvlen[0] = ctx->argvlen[0];
+        argv[1] = ctx->argv[1];
+        argvlen[1] = ctx->argvlen[1];
+        argv[2] = (char *) p;
+        argvlen[2] = ngx_sprintf(p, "%ui", part->nlimits) - p;
+
+        /* ARGV[1], the time: as the whole call has it */
+        argv[3 + part->nlimits] = ctx->argv[3 + n];
+        argvlen[3 + part->nlimits] = ctx->argvlen[3 + n];
+
+        k = 0;
+
+        for (j = i; j < n; j++) {
+            if (slots[j] != slots[i]) {
+                continue;
+            }
+
+            part->index[k] = j;
+
+            argv[3 + k] = ctx->argv[3 + j];
+            argvlen[3 + k] = ctx->argvlen[3 + j];
+
+            ngx_memcpy(&argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * k],
+                       &ctx->argv[4 + n + RRL_ARGS_PER_LIMIT * j],
+                       RRL_ARGS_PER_LIMIT * sizeof(char *));
+            ngx_memcpy(&argvlen[4 + part->nlimits + RRL_ARGS_PER_LIMIT * k],
+                       &ctx->argvlen[4 + n + RRL_ARGS_PER_LIMIT * j],
+                       RRL_ARGS_PER_LIMIT * sizeof(size_t));
+            k++;
+        }
+
+        part->argc = 4 + (RRL_ARGS_PER_LIMIT + 1) * part->nlimits;
+        part->argv = argv;
+        part->argvlen = argvlen;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_route(ngx_uint_t slot)
+{
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER) {
+        return link->primary;
+    }
+
+    if (link->slots == NULL || link->slots[slot] == NULL) {
+        /* no slot map yet, or a slot no primary serves */
+        ngx_http_redis_ratelimit_cluster_refresh();
+        return NULL;
+    }
+
+    return link->slots[slot];
 }
 
 
 static ngx_int_t
-ngx_http_redis_ratelimit_send(ngx_http_redis_ratelimit_call_t *call)
+ngx_http_redis_ratelimit_send(ngx_http_redis_ratelimit_part_t *part,
+    ngx_http_redis_ratelimit_node_t *node)
 {
-    ngx_http_redis_ratelimit_ctx_t   *ctx = call->ctx;
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    if (link->ac == NULL
-        || redisAsyncCommandArgv(link->ac,
-                                 ngx_http_redis_ratelimit_call_reply, call,
-                                 ctx->argc, ctx->argv, ctx->argvlen)
-           != REDIS_OK)
+    if (ngx_http_redis_ratelimit_command_argv(node,
+                                      ngx_http_redis_ratelimit_call_reply,
+                                      part, part->argc, part->argv,
+                                      part->argvlen)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    link->sent++;
+    if (part->in_redis) {
+        /* sent again elsewhere: the first node's reply has come */
+        part->node->in_flight--;
 
-    if (!call->in_redis) {
-        call->in_redis = 1;
-        link->in_flight++;
+    } else {
+        part->in_redis = 1;
+        part->call->in_redis++;
     }
+
+    part->node = node;
+    node->in_flight++;
+    part->counted = 0;
 
     return NGX_OK;
 }
@@ -864,109 +465,230 @@ static void
 ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                              i, len;
-    ngx_uint_t                          noscript;
-    const char                         *script;
-    redisReply                         *rr = reply;
-    ngx_http_redis_ratelimit_call_t    *call = privdata;
-    ngx_http_redis_ratelimit_result_t  *result;
+    size_t                            i, len;
+    ngx_uint_t                        kind;
+    const char                       *script;
+    redisReply                       *rr = reply;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_call_t  *call;
+    ngx_http_redis_ratelimit_part_t  *part = privdata;
 
-    call->in_redis = 0;
-    ngx_http_redis_ratelimit_link.in_flight--;
+    call = part->call;
+    node = part->node;
 
-    noscript = (rr != NULL && rr->type == REDIS_REPLY_ERROR
-                && rrl_reply_error_kind(rr->str, rr->len)
-                   == RRL_REPLY_NOSCRIPT);
+    kind = (rr != NULL && rr->type == REDIS_REPLY_ERROR)
+           ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
+           : RRL_REPLY_ERROR;
 
-    /* a NOSCRIPT reply is Redis answering: no failure for the breaker */
-    ngx_http_redis_ratelimit_circuit_outcome(call,
-                     rr != NULL && (rr->type == REDIS_REPLY_ARRAY || noscript));
+    /* NOSCRIPT and redirections are Redis answering: not for the breaker */
+    if (!part->counted) {
+        part->counted = 1;
+        ngx_http_redis_ratelimit_circuit_outcome(node,
+                               rr != NULL
+                               && (rr->type == REDIS_REPLY_ARRAY
+                                   || kind == RRL_REPLY_NOSCRIPT
+                                   || kind == RRL_REPLY_MOVED
+                                   || kind == RRL_REPLY_ASK));
+    }
 
-    if (call->request == NULL) {
+    if (call->request == NULL || part->answered) {
         /*
          * the request is gone, or timed out: nobody waits for this, and its
          * arguments went with the request's pool
          */
-        ngx_free(call);
+        part->in_redis = 0;
+        node->in_flight--;
+
+        if (--call->in_redis == 0 && call->request == NULL) {
+            ngx_free(call);
+        }
+
+        ngx_http_redis_ratelimit_node_idle(node);
         return;
     }
 
-    if (noscript && !call->retried) {
+    if (kind == RRL_REPLY_NOSCRIPT && !part->retried) {
         /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
-        call->retried = 1;
-        call->counted = 0;
+        part->retried = 1;
 
         script = rrl_script(&len);
 
-        if (ngx_http_redis_ratelimit_command(ac, NULL, NULL, "SCRIPT LOAD %b",
-                                             script, len)
+        if (ngx_http_redis_ratelimit_command(node, NULL, NULL,
+                                             "SCRIPT LOAD %b", script, len)
             == NGX_OK
-            && ngx_http_redis_ratelimit_send(call) == NGX_OK)
+            && ngx_http_redis_ratelimit_send(part, node) == NGX_OK)
         {
             return;
         }
     }
 
+    if ((kind == RRL_REPLY_MOVED || kind == RRL_REPLY_ASK)
+        && !part->redirected)
+    {
+        part->redirected = 1;
+
+        if (ngx_http_redis_ratelimit_redirect(part, rr, kind) == NGX_OK) {
+            ngx_http_redis_ratelimit_node_idle(node);
+            return;
+        }
+    }
+
+    part->in_redis = 0;
+    call->in_redis--;
+    node->in_flight--;
+
     if (rr == NULL) {
-        ngx_http_redis_ratelimit_call_failed(call, "connection lost");
-        return;
+        ngx_http_redis_ratelimit_part_failed(part, "connection lost");
+        goto done;
     }
 
     if (rr->type == REDIS_REPLY_ERROR) {
-        ngx_http_redis_ratelimit_call_failed(call, "%*s", (size_t) rr->len,
+        switch (kind) {
+
+        case RRL_REPLY_READONLY:
+        case RRL_REPLY_MASTERDOWN:
+            /* not, or no more, the primary */
+            if (ngx_http_redis_ratelimit_link.conf->mode
+                == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
+            {
+                ngx_http_redis_ratelimit_sentinel_ask();
+            }
+
+            break;
+
+        case RRL_REPLY_CLUSTERDOWN:
+        case RRL_REPLY_MOVED:
+        case RRL_REPLY_ASK:
+            ngx_http_redis_ratelimit_cluster_refresh();
+            break;
+        }
+
+        ngx_http_redis_ratelimit_part_failed(part, "%*s", (size_t) rr->len,
                                              rr->str);
-        return;
+        goto done;
     }
 
-    result = &call->ctx->result;
-
-    if (rr->type != REDIS_REPLY_ARRAY || rr->elements > result->capacity) {
-        ngx_http_redis_ratelimit_call_failed(call,
+    if (rr->type != REDIS_REPLY_ARRAY
+        || rr->elements != RRL_REPLY_HEADER
+                           + RRL_REPLY_PER_LIMIT * part->nlimits)
+    {
+        ngx_http_redis_ratelimit_part_failed(part,
                                              "unexpected reply type %d",
                                              rr->type);
-        return;
+        goto done;
     }
 
     for (i = 0; i < rr->elements; i++) {
         if (rr->element[i]->type != REDIS_REPLY_INTEGER) {
-            ngx_http_redis_ratelimit_call_failed(call,
+            ngx_http_redis_ratelimit_part_failed(part,
                                                "unexpected element type %d",
                                                rr->element[i]->type);
-            return;
+            goto done;
         }
 
-        result->values[i] = rr->element[i]->integer;
+        part->values[i] = rr->element[i]->integer;
     }
 
-    result->nvalues = rr->elements;
-    result->rc = NGX_OK;
+    part->ok = 1;
+    ngx_http_redis_ratelimit_part_done(part);
 
-    /* resume the request from the event loop, not from inside hiredis */
-    ngx_post_event(&call->finish, &ngx_posted_events);
+done:
+
+    ngx_http_redis_ratelimit_node_idle(node);
+}
+
+
+/*
+ * MOVED: the slot has a new primary for good; the map is refreshed, and the
+ * call goes there now. ASK: the key is being migrated; this call alone goes
+ * to the target, after ASKING.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_part_t *part,
+    redisReply *rr, ngx_uint_t kind)
+{
+    unsigned                          slot, port;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+    char                              host[RRL_HOST_MAX];
+
+    if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
+        || rrl_reply_redirect(rr->str, rr->len, &slot, host, &port) != RRL_OK
+        || slot != part->slot)
+    {
+        return NGX_ERROR;
+    }
+
+    node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
+                                             (u_char *) host,
+                                             (in_port_t) port, NULL);
+    if (node == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (kind == RRL_REPLY_MOVED) {
+        link->slots[slot] = node;
+        ngx_http_redis_ratelimit_node_use(node, 1);
+        ngx_http_redis_ratelimit_cluster_refresh();
+
+    } else if (node->ac == NULL) {
+        /* a node not (yet) in the map: it is connected for this call */
+        node->used = 1;
+        ngx_http_redis_ratelimit_node_connect(node);
+    }
+
+    if (node->ac == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (kind == RRL_REPLY_ASK
+        && ngx_http_redis_ratelimit_command(node, NULL, NULL, "ASKING")
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_redis_ratelimit_send(part, node);
 }
 
 
 static void
-ngx_http_redis_ratelimit_call_failed(ngx_http_redis_ratelimit_call_t *call,
+ngx_http_redis_ratelimit_part_done(ngx_http_redis_ratelimit_part_t *part)
+{
+    ngx_http_redis_ratelimit_call_t  *call = part->call;
+
+    part->answered = 1;
+
+    if (--call->pending == 0) {
+        /* resume the request from the event loop, not from inside hiredis */
+        ngx_post_event(&call->finish, &ngx_posted_events);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_part_failed(ngx_http_redis_ratelimit_part_t *part,
     const char *fmt, ...)
 {
     va_list                             args;
     u_char                             *p;
     ngx_http_redis_ratelimit_result_t  *result;
 
-    result = &call->ctx->result;
+    result = &part->call->ctx->result;
 
-    va_start(args, fmt);
-    p = ngx_vslprintf(result->error, result->error + sizeof(result->error),
-                      fmt, args);
-    va_end(args);
+    if (result->node == NULL) {
+        /* the first failure tells */
+        va_start(args, fmt);
+        p = ngx_vslprintf(result->error,
+                          result->error + sizeof(result->error), fmt, args);
+        va_end(args);
 
-    result->error_len = p - result->error;
-    result->rc = NGX_ERROR;
-
-    if (!call->finish.posted) {
-        ngx_post_event(&call->finish, &ngx_posted_events);
+        result->error_len = p - result->error;
+        result->node = &part->node->name;
     }
+
+    ngx_http_redis_ratelimit_part_done(part);
 }
 
 
@@ -975,30 +697,49 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
-    ngx_uint_t                          counted;
+    ngx_uint_t                          i, n;
+    ngx_http_redis_ratelimit_part_t    *part;
     ngx_http_redis_ratelimit_result_t  *result;
+    ngx_http_redis_ratelimit_node_t    *nodes[8];
 
     result = &call->ctx->result;
-    counted = call->counted;
+    n = 0;
 
-    if (!call->finish.posted) {
-        result->rc = NGX_ERROR;
-        result->error_len = ngx_sprintf(result->error, "timed out after %M ms",
-                                        ngx_http_redis_ratelimit_link
-                                        .conf->timeout)
-                            - result->error;
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (part->answered) {
+            continue;
+        }
+
+        if (result->node == NULL) {
+            result->error_len = ngx_sprintf(result->error,
+                                            "timed out after %M ms",
+                                            ngx_http_redis_ratelimit_link
+                                            .conf->timeout)
+                                - result->error;
+            result->node = &part->node->name;
+        }
+
+        part->answered = 1;
+
+        if (!part->counted) {
+            /* counted after the request goes on: the breaker may drop nodes */
+            part->counted = 1;
+
+            if (n < 8) {
+                nodes[n++] = part->node;
+            }
+        }
     }
 
-    if (!counted) {
-        /* before the request goes on: the breaker may drop the connection */
-        call->counted = 1;
-    }
+    call->pending = 0;
 
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
 
-    /* the call may be freed by now: the breaker needs only the link */
-    if (!counted) {
-        ngx_http_redis_ratelimit_circuit_outcome(NULL, 0);
+    /* the call may be freed by now: the breaker needs only the nodes */
+    for (i = 0; i < n; i++) {
+        ngx_http_redis_ratelimit_circuit_outcome(nodes[i], 0);
     }
 }
 
@@ -1016,9 +757,133 @@ ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev)
     ctx = call->ctx;
     done = call->done;
 
+    ngx_http_redis_ratelimit_merge(call);
+
     ngx_http_redis_ratelimit_call_detach(call);
 
     done(r, ctx);
+}
+
+
+/*
+ * The parts' replies as one reply of the script: passed if every part
+ * passed, each limit in the request's order. Where some part rejected or
+ * failed, the parts that passed have consumed: they are given back.
+ */
+
+static void
+ngx_http_redis_ratelimit_merge(ngx_http_redis_ratelimit_call_t *call)
+{
+    ngx_uint_t                          i, j, passed;
+    ngx_http_redis_ratelimit_part_t    *part;
+    ngx_http_redis_ratelimit_result_t  *result;
+
+    result = &call->ctx->result;
+
+    passed = 1;
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (!part->ok) {
+            result->rc = NGX_ERROR;
+            ngx_http_redis_ratelimit_release(call);
+            return;
+        }
+
+        if (part->values[0] != 1) {
+            passed = 0;
+        }
+    }
+
+    if (call->parts[0].values == result->values) {
+        /* one part, with the request's values */
+        result->nvalues = RRL_REPLY_HEADER
+                          + RRL_REPLY_PER_LIMIT * call->parts[0].nlimits;
+        result->rc = NGX_OK;
+        return;
+    }
+
+    result->values[0] = passed;
+    result->values[1] = call->parts[0].values[1];
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        for (j = 0; j < part->nlimits; j++) {
+            ngx_memcpy(&result->values[RRL_REPLY_HEADER
+                                       + RRL_REPLY_PER_LIMIT * part->index[j]],
+                       &part->values[RRL_REPLY_HEADER
+                                     + RRL_REPLY_PER_LIMIT * j],
+                       RRL_REPLY_PER_LIMIT * sizeof(int64_t));
+        }
+    }
+
+    result->nvalues = RRL_REPLY_HEADER
+                      + RRL_REPLY_PER_LIMIT * call->ctx->nlimits;
+    result->rc = NGX_OK;
+
+    if (!passed) {
+        ngx_http_redis_ratelimit_release(call);
+    }
+}
+
+
+/*
+ * Reserve-then-release: the parts that passed committed their limits; the
+ * request does not pass as a whole, so each gets the script's release form,
+ * which gives back what that reservation took. Not awaited: a release lost
+ * leaves the reservation counted (the strict side).
+ */
+
+static void
+ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
+{
+    u_char                           *p;
+    size_t                           *argvlen;
+    ngx_uint_t                        i;
+    const char                      **argv;
+    ngx_http_request_t               *r;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    r = call->request;
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (!part->ok || part->values[0] != 1 || part->node->ac == NULL) {
+            continue;
+        }
+
+        /* [EVALSHA sha n keys.. "release" at now limits..] */
+
+        argv = ngx_palloc(r->pool, (part->argc + 2) * sizeof(char *));
+        argvlen = ngx_palloc(r->pool, (part->argc + 2) * sizeof(size_t));
+        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+
+        if (argv == NULL || argvlen == NULL || p == NULL) {
+            return;
+        }
+
+        ngx_memcpy(argv, part->argv, (3 + part->nlimits) * sizeof(char *));
+        ngx_memcpy(argvlen, part->argvlen,
+                   (3 + part->nlimits) * sizeof(size_t));
+
+        argv[3 + part->nlimits] = "release";
+        argvlen[3 + part->nlimits] = sizeof("release") - 1;
+        argv[4 + part->nlimits] = (char *) p;
+        argvlen[4 + part->nlimits] = ngx_sprintf(p, "%L", part->values[1]) - p;
+
+        ngx_memcpy(&argv[5 + part->nlimits], &part->argv[3 + part->nlimits],
+                   (part->argc - 3 - part->nlimits) * sizeof(char *));
+        ngx_memcpy(&argvlen[5 + part->nlimits],
+                   &part->argvlen[3 + part->nlimits],
+                   (part->argc - 3 - part->nlimits) * sizeof(size_t));
+
+        (void) ngx_http_redis_ratelimit_command_argv(part->node, NULL, NULL,
+                                                     part->argc + 2, argv,
+                                                     argvlen);
+    }
 }
 
 
@@ -1039,107 +904,8 @@ ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
 
     ngx_http_redis_ratelimit_link.parked--;
 
-    if (!call->in_redis) {
+    if (call->in_redis == 0) {
         ngx_free(call);
-    }
-}
-
-
-/*
- * The circuit breaker. Closed: calls go to Redis. After max_failures in a
- * row (timeouts, lost connections, error replies) it opens: for cooldown no
- * call is made and requests get the fail mode at once. Then, half open,
- * one call probes: its success closes the circuit, its failure opens it
- * again.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_circuit_allows(ngx_http_redis_ratelimit_link_t *link,
-    ngx_log_t *log)
-{
-    switch (link->circuit) {
-
-    case NGX_HTTP_REDIS_RATELIMIT_OPEN:
-        if ((ngx_msec_int_t) (ngx_current_msec - link->open_until) < 0) {
-            return NGX_DECLINED;
-        }
-
-        link->circuit = NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN;
-        link->probing = 0;
-
-        /* fall through */
-
-    case NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN:
-        return link->probing ? NGX_DECLINED : NGX_OK;
-
-    default:
-        return NGX_OK;
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t ok)
-{
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    if (call) {
-        if (call->counted) {
-            return;
-        }
-
-        call->counted = 1;
-    }
-
-    if (call == NULL || call->probe) {
-        /* a timed-out call may have been the probe */
-        link->probing = 0;
-    }
-
-    if (ok) {
-        link->failures = 0;
-
-        if (link->circuit != NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
-            link->circuit = NGX_HTTP_REDIS_RATELIMIT_CLOSED;
-            ngx_log_error(NGX_LOG_WARN, link->log, 0,
-                          "redis_ratelimit: %V answers again, circuit closed",
-                          &link->conf->server);
-        }
-
-        return;
-    }
-
-    link->failures++;
-
-    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED
-        && link->failures < link->conf->max_failures)
-    {
-        return;
-    }
-
-    if (link->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
-        ngx_log_error(NGX_LOG_WARN, link->log, 0,
-                      "redis_ratelimit: %ui failures in a row on %V, "
-                      "circuit open: the fail mode answers, a probe every %M ms",
-                      link->failures, &link->conf->server,
-                      link->conf->cooldown);
-    }
-
-    link->circuit = NGX_HTTP_REDIS_RATELIMIT_OPEN;
-    link->open_until = ngx_current_msec + link->conf->cooldown;
-
-    if (link->ac && !link->dropping && link->in_flight
-        && ngx_current_msec - link->last_read >= link->conf->timeout)
-    {
-        /*
-         * replies are owed and nothing was read for a whole timeout: the
-         * connection is stuck (a blackholed server); start afresh, which
-         * also frees what hiredis holds for the calls (their failures come
-         * back here while the context is being freed)
-         */
-        link->dropping = 1;
-        redisAsyncFree(link->ac);
     }
 }
 

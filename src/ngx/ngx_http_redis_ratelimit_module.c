@@ -62,6 +62,9 @@ static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static char *ngx_http_redis_ratelimit_server(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
+    ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
+    ngx_str_t *value);
 static char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_redis_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -567,8 +570,10 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 
         ngx_http_redis_ratelimit_log_failure(r->connection->log,
                                      "redis_ratelimit: request to %V failed: "
-                                     "%*s", &rmcf->server, result->error_len,
-                                     result->error);
+                                     "%*s",
+                                     result->node ? result->node
+                                                  : &rmcf->server,
+                                     result->error_len, result->error);
         ngx_http_redis_ratelimit_fail(r, ctx);
         return;
     }
@@ -834,7 +839,10 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
 
     if (ngx_array_init(&conf->zones, cf->pool, 4,
                        sizeof(ngx_http_redis_ratelimit_zone_t))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&conf->addrs, cf->pool, 1,
+                          sizeof(ngx_http_redis_ratelimit_addr_t))
+           != NGX_OK)
     {
         return NULL;
     }
@@ -1023,13 +1031,10 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
 
-    u_char              *p;
     ngx_int_t            db, n;
     ngx_str_t           *value, s;
-    ngx_url_t            u;
-    ngx_uint_t           i, ok;
+    ngx_uint_t           i, ok, naddrs;
     ngx_msec_t           ms;
-    struct sockaddr_un  *saun;
 
     ngx_http_redis_ratelimit_server_param_t  *param;
 
@@ -1039,65 +1044,40 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 
     value = cf->args->elts;
 
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = value[1];
-    u.default_port = 6379;
-
-    /* resolves names now: hiredis would block the worker on DNS */
-    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
-        if (u.err) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "%s in \"%V\" of the \"%V\" directive",
-                               u.err, &u.url, &cmd->name);
-        }
-
-        return NGX_CONF_ERROR;
-    }
-
-    if (u.naddrs == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no address for \"%V\" in \"%V\" directive",
-                           &u.url, &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
     rmcf->server = value[1];
-
-    if (u.family == AF_UNIX) {
-        saun = (struct sockaddr_un *) u.addrs[0].sockaddr;
-
-        rmcf->unix_path.len = ngx_strlen(saun->sun_path);
-
-        p = ngx_pnalloc(cf->pool, rmcf->unix_path.len + 1);
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        *ngx_cpymem(p, saun->sun_path, rmcf->unix_path.len) = '\0';
-        rmcf->unix_path.data = p;
-
-    } else {
-        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        rmcf->host.len = ngx_sock_ntop(u.addrs[0].sockaddr,
-                                       u.addrs[0].socklen, p,
-                                       NGX_SOCKADDR_STRLEN, 0);
-        p[rmcf->host.len] = '\0';
-        rmcf->host.data = p;
-        rmcf->port = ngx_inet_get_port(u.addrs[0].sockaddr);
-    }
-
     rmcf->timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
     rmcf->connect_timeout = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_TIMEOUT;
     rmcf->max_failures = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_FAILURES;
     rmcf->cooldown = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_COOLDOWN;
     rmcf->max_parked = NGX_HTTP_REDIS_RATELIMIT_DEFAULT_MAX_PARKED;
+    rmcf->db = NGX_CONF_UNSET;
 
-    for (i = 2; i < cf->args->nelts; i++) {
+    /* the addresses, then the parameters */
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '=')
+            || (value[i].len == 7
+                && ngx_strncmp(value[i].data, "cluster", 7) == 0))
+        {
+            break;
+        }
+
+        if (ngx_http_redis_ratelimit_server_addr(cf, cmd, rmcf, &value[i])
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    naddrs = i - 1;
+
+    if (naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no address in \"%V\" directive", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    for ( /* void */ ; i < cf->args->nelts; i++) {
 
         for (param = ngx_http_redis_ratelimit_server_params;
              param->name.len;
@@ -1137,9 +1117,52 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
             continue;
         }
 
+        if (value[i].len == 7
+            && ngx_strncmp(value[i].data, "cluster", 7) == 0)
+        {
+            if (rmcf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE) {
+                goto modes;
+            }
+
+            rmcf->mode = NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "sentinel=", 9) == 0) {
+            if (rmcf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE) {
+                goto modes;
+            }
+
+            rmcf->sentinel_name.data = value[i].data + 9;
+            rmcf->sentinel_name.len = value[i].len - 9;
+
+            if (rmcf->sentinel_name.len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\" in \"%V\" "
+                                   "directive, sentinel= needs the name of "
+                                   "the primary", &value[i], &cmd->name);
+                return NGX_CONF_ERROR;
+            }
+
+            rmcf->mode = NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL;
+            continue;
+        }
+
         if (ngx_strncmp(value[i].data, "password=", 9) == 0) {
             rmcf->password.data = value[i].data + 9;
             rmcf->password.len = value[i].len - 9;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "username=", 9) == 0) {
+            rmcf->username.data = value[i].data + 9;
+            rmcf->username.len = value[i].len - 9;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "sentinel_password=", 18) == 0) {
+            rmcf->sentinel_password.data = value[i].data + 18;
+            rmcf->sentinel_password.len = value[i].len - 18;
             continue;
         }
 
@@ -1160,6 +1183,130 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
                            "invalid parameter \"%V\" in \"%V\" directive",
                            &value[i], &cmd->name);
         return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE && naddrs > 1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "several addresses in \"%V\" directive need "
+                           "\"cluster\" or \"sentinel=NAME\"", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
+        && rmcf->db != NGX_CONF_UNSET)
+    {
+        /* a cluster has only database 0 */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"db=\" cannot be used with \"cluster\" in "
+                           "\"%V\" directive", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->sentinel_password.len
+        && rmcf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"sentinel_password=\" needs \"sentinel=NAME\" "
+                           "in \"%V\" directive", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->username.len && rmcf->password.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"username=\" needs \"password=\" in \"%V\" "
+                           "directive", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->db == NGX_CONF_UNSET) {
+        rmcf->db = 0;
+    }
+
+    return NGX_CONF_OK;
+
+modes:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\" in \"%V\" directive, "
+                       "\"cluster\" and \"sentinel=\" exclude each other",
+                       &value[i], &cmd->name);
+    return NGX_CONF_ERROR;
+}
+
+
+/* resolves names now: hiredis would block the worker on DNS */
+
+static char *
+ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *value)
+{
+    u_char                           *p;
+    size_t                            len;
+    ngx_url_t                         u;
+    ngx_uint_t                        i;
+    struct sockaddr_un               *saun;
+    ngx_http_redis_ratelimit_addr_t  *addr;
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = *value;
+    u.default_port = 6379;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        if (u.err) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%s in \"%V\" of the \"%V\" directive",
+                               u.err, &u.url, &cmd->name);
+        }
+
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no address for \"%V\" in \"%V\" directive",
+                           &u.url, &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* a name of several addresses: each is a seed (the first, alone) */
+
+    for (i = 0; i < u.naddrs; i++) {
+        addr = ngx_array_push(&rmcf->addrs);
+        if (addr == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(addr, sizeof(ngx_http_redis_ratelimit_addr_t));
+        addr->name = *value;
+
+        if (u.family == AF_UNIX) {
+            saun = (struct sockaddr_un *) u.addrs[i].sockaddr;
+
+            len = ngx_strlen(saun->sun_path);
+
+            p = ngx_pnalloc(cf->pool, len + 1);
+            if (p == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            *ngx_cpymem(p, saun->sun_path, len) = '\0';
+            addr->unix_path = p;
+
+            continue;
+        }
+
+        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        len = ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
+                            NGX_SOCKADDR_STRLEN, 0);
+        p[len] = '\0';
+
+        addr->host = p;
+        addr->port = ngx_inet_get_port(u.addrs[i].sockaddr);
     }
 
     return NGX_CONF_OK;

@@ -27,6 +27,10 @@
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        2
 
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       0
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      1
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     2
+
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
 
@@ -70,14 +74,25 @@ typedef struct {
 } ngx_http_redis_ratelimit_limit_t;
 
 
+/* an address of "redis_ratelimit_server", resolved at configuration */
 typedef struct {
-    ngx_str_t                    server;      /* as written */
-    ngx_str_t                    host;        /* numeric, resolved */
+    ngx_str_t                    name;        /* as written */
+    u_char                      *host;        /* numeric, NUL-terminated */
     in_port_t                    port;
-    ngx_str_t                    unix_path;   /* unix: sockets */
+    u_char                      *unix_path;   /* unix: sockets, or NULL */
+} ngx_http_redis_ratelimit_addr_t;
+
+
+typedef struct {
+    ngx_str_t                    server;      /* the first address */
+    ngx_array_t                  addrs;       /* of addr_t: server, seeds */
+    ngx_uint_t                   mode;
+    ngx_str_t                    sentinel_name;  /* sentinel=NAME */
     ngx_msec_t                   timeout;
     ngx_msec_t                   connect_timeout;
+    ngx_str_t                    username;
     ngx_str_t                    password;
+    ngx_str_t                    sentinel_password;
     ngx_int_t                    db;
 
     /* circuit breaker: after max_failures in a row, cooldown without Redis */
@@ -111,6 +126,7 @@ typedef struct {
     size_t                       capacity;
     u_char                       error[128];  /* why, when not NGX_OK */
     size_t                       error_len;
+    ngx_str_t                   *node;        /* where it failed */
 } ngx_http_redis_ratelimit_result_t;
 
 
@@ -148,15 +164,16 @@ typedef struct {
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
-/* link: one Redis connection per worker */
+/* link: the worker's Redis connections */
 ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
 void ngx_http_redis_ratelimit_link_exit(void);
 
 /*
- * Sends the script call of argv; "done" runs once, from the event loop,
- * after the reply, an error, or the timeout. Returns NULL when the call
- * cannot be made now (no connection): the caller decides at once.
+ * Sends the script call of argv (in a cluster, one call per slot of the
+ * keys); "done" runs once, from the event loop, after the replies, an error,
+ * or the timeout. Returns NULL when the call cannot be made now (no
+ * connection): the caller decides at once.
  */
 ngx_http_redis_ratelimit_call_t *ngx_http_redis_ratelimit_call(
     ngx_http_request_t *r, ngx_http_redis_ratelimit_ctx_t *ctx,
