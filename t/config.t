@@ -97,6 +97,39 @@ my @bad = (
     ['duplicate server',
         "http {\n    redis_ratelimit_server 127.0.0.1:6379;\n    redis_ratelimit_server 127.0.0.1:6380; # HERE\n}\n",
         '"redis_ratelimit_server" directive is duplicate in FILE:LINE'],
+    ['several addresses without a mode',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 127.0.0.1:7001; # HERE\n}\n",
+        'several addresses in "redis_ratelimit_server" directive need "cluster" or "sentinel=NAME" in FILE:LINE'],
+    ['db= with cluster',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 cluster db=1; # HERE\n}\n",
+        '"db=" cannot be used with "cluster" in "redis_ratelimit_server" directive in FILE:LINE'],
+    ['db=0 with cluster',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 db=0 cluster; # HERE\n}\n",
+        '"db=" cannot be used with "cluster" in "redis_ratelimit_server" directive in FILE:LINE'],
+    ['cluster and sentinel',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 cluster sentinel=m; # HERE\n}\n",
+        'invalid parameter "sentinel=m" in "redis_ratelimit_server" directive, "cluster" and "sentinel=" exclude each other in FILE:LINE'],
+    ['cluster twice',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 cluster cluster; # HERE\n}\n",
+        'invalid parameter "cluster" in "redis_ratelimit_server" directive, "cluster" and "sentinel=" exclude each other in FILE:LINE'],
+    ['sentinel without a name',
+        "http {\n    redis_ratelimit_server 127.0.0.1:26379 sentinel=; # HERE\n}\n",
+        'invalid parameter "sentinel=" in "redis_ratelimit_server" directive, sentinel= needs the name of the primary in FILE:LINE'],
+    ['sentinel_password= without sentinel',
+        "http {\n    redis_ratelimit_server 127.0.0.1:6379 sentinel_password=x; # HERE\n}\n",
+        '"sentinel_password=" needs "sentinel=NAME" in "redis_ratelimit_server" directive in FILE:LINE'],
+    ['username= without password=',
+        "http {\n    redis_ratelimit_server 127.0.0.1:6379 username=u; # HERE\n}\n",
+        '"username=" needs "password=" in "redis_ratelimit_server" directive in FILE:LINE'],
+    ['an address after the parameters',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 cluster 127.0.0.1:7001; # HERE\n}\n",
+        'invalid parameter "127.0.0.1:7001" in "redis_ratelimit_server" directive in FILE:LINE'],
+    ['a bad seed',
+        "http {\n    redis_ratelimit_server 127.0.0.1:7000 127.0.0.1:70001 cluster; # HERE\n}\n",
+        'invalid port in "127.0.0.1:70001" of the "redis_ratelimit_server" directive in FILE:LINE'],
+    ['no address',
+        "http {\n    redis_ratelimit_server cluster; # HERE\n}\n",
+        'no address in "redis_ratelimit_server" directive in FILE:LINE'],
 
     ['unknown zone in a location', in_location('redis_ratelimit zone=nope; # HERE'),
         'unknown zone "nope" in "redis_ratelimit" directive in FILE:LINE'],
@@ -281,6 +314,30 @@ http {
         }
     }
     redis_ratelimit_zone $arg_k zone=later rate=5r/m burst=2;
+}
+EOF2
+    ['a cluster, with ACL credentials', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:7000 127.0.0.1:7001 [::1]:7002 cluster username=limiter password=secret timeout=50ms;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+}
+EOF2
+    ['a cluster of one seed', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:7000 cluster;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+}
+EOF2
+    ['sentinels', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:26379 127.0.0.1:26380 localhost:26381 sentinel=mymaster password=p sentinel_password=sp db=3;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+}
+EOF2
+    ['a single Redis with an ACL user', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379 username=limiter password=secret;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
 }
 EOF2
     ['a unix socket server', <<'EOF2'],
