@@ -34,3 +34,16 @@ function fixed_window.commit(l)
     string.format('%d:%d', l.window, l.count + l.cost),
     'PX', math.ceil(l.ttl / 1000))
 end
+
+-- Gives back a reservation made at `at`: only its window's count holds it,
+-- and only while that window is the current one.
+function fixed_window.release(l, at, now)
+  local window = math.floor(now / l.period)
+  if math.floor(at / l.period) ~= window then return false end
+  local w, c = string.match(redis.call('GET', l.key) or '', '^(%d+):(%d+)$')
+  if not w or tonumber(w) ~= window or tonumber(c) == 0 then return false end
+  redis.call('SET', l.key,
+    string.format('%d:%d', window, math.max(0, tonumber(c) - l.cost)),
+    'PX', math.ceil(((window + 1) * l.period - now) / 1000))
+  return true
+end

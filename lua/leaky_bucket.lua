@@ -40,12 +40,37 @@ function leaky_bucket.check(l, now)
     math.max(1, retry)
 end
 
-function leaky_bucket.commit(l, now)
-  local whole = math.floor(l.ahead)
-  local frac = string.format('%.9f', l.ahead - whole)
+-- stores the TAT now + ahead (ahead > 0), kept until it is past
+local function store_tat(key, now, ahead)
+  local whole = math.floor(ahead)
+  local frac = string.format('%.9f', ahead - whole)
   if frac == '1.000000000' then whole, frac = whole + 1, '' -- rounded up
   elseif frac == '0.000000000' then frac = ''
   else frac = string.sub(frac, 2) end
-  redis.call('SET', l.key, string.format('%d', now + whole) .. frac,
-    'PX', math.max(1, math.ceil(l.ahead / 1000)))
+  redis.call('SET', key, string.format('%d', now + whole) .. frac,
+    'PX', math.max(1, math.ceil(ahead / 1000)))
+end
+
+function leaky_bucket.commit(l, now)
+  store_tat(l.key, now, l.ahead)
+end
+
+-- Gives back a reservation made at `at`: cost intervals off the TAT, less
+-- the time elapsed since `at`. A bucket without the reservation may have
+-- run empty and restarted later (when another request passed) by up to
+-- that much; the state holds no time to tell. Exact when released at
+-- `at`, or with nothing passed since on a bucket idle before it.
+function leaky_bucket.release(l, at, now)
+  local i, f = string.match(redis.call('GET', l.key) or '', '^(%d+)(%.?%d*)$')
+  if not i then return false end
+  local ahead = (tonumber(i) - now) + tonumber('0' .. f)
+  local back = l.cost * l.period / l.limit - math.max(0, now - at)
+  if ahead <= 0 or back <= 0 then return false end
+  ahead = ahead - back
+  if ahead <= epsilon then
+    redis.call('DEL', l.key) -- idle: as no state at all
+  else
+    store_tat(l.key, now, ahead)
+  end
+  return true
 end

@@ -34,10 +34,27 @@ function sliding_log.commit(l, now)
   redis.call('ZREMRANGEBYSCORE', l.key, '-inf', string.format('%d', l.since))
   local args = {}
   for i = 1, l.cost do
-    -- unique while the time stands still: the count only grows then
+    -- unique while the time stands still: the count only grows then...
     args[#args + 1] = now
     args[#args + 1] = string.format('%d:%d', now, l.count + i)
   end
-  redis.call('ZADD', l.key, unpack(args))
+  local added, n = redis.call('ZADD', l.key, unpack(args)), l.count + l.cost
+  -- ...unless a release shrank it: count on past the names taken
+  while added < l.cost do
+    n = n + 1
+    added = added + redis.call('ZADD', l.key, now, string.format('%d:%d', now, n))
+  end
   redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000))
+end
+
+-- Gives back a reservation made at `at`: cost of the entries at that
+-- instant (any of them: alike), while they are still in the window. The
+-- key keeps the expiry of its newest commit.
+function sliding_log.release(l, at, now)
+  if at <= now - l.period then return false end
+  local s = string.format('%d', at)
+  local entries = redis.call('ZRANGEBYSCORE', l.key, s, s, 'LIMIT', 0, l.cost)
+  if #entries == 0 then return false end
+  redis.call('ZREM', l.key, unpack(entries))
+  return true
 end

@@ -69,3 +69,25 @@ function sliding_window.commit(l)
     string.format('%d:%d:%d', l.window, l.current + l.cost, l.prev),
     'PX', math.ceil(l.ttl / 1000))
 end
+
+-- Gives back a reservation made at `at` from its window's count: the
+-- stored current one, or the stored previous one once the state has moved
+-- on to the next window; only while that count still weighs. The state
+-- keeps its window, so its expiry stays the end of the window after it.
+function sliding_window.release(l, at, now)
+  local w, c, p = string.match(redis.call('GET', l.key) or '',
+    '^(%d+):(%d+):(%d+)$')
+  if not w then return false end
+  w, c, p = tonumber(w), tonumber(c), tonumber(p)
+  local reserved, window = math.floor(at / l.period), math.floor(now / l.period)
+  if w == reserved and w >= window - 1 and c > 0 then
+    c = math.max(0, c - l.cost)
+  elseif w == reserved + 1 and w == window and p > 0 then
+    p = math.max(0, p - l.cost)
+  else
+    return false
+  end
+  redis.call('SET', l.key, string.format('%d:%d:%d', w, c, p),
+    'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+  return true
+end

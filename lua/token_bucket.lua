@@ -44,3 +44,28 @@ function token_bucket.commit(l, now)
   redis.call('SET', l.key, string.format('%.17g:%d', l.left, now),
     'PX', math.max(1, math.ceil(l.full_in / 1000)))
 end
+
+-- Gives back a reservation made at `at`: cost tokens, added at the stored
+-- time. Exact while the state is the reservation's (stored at `at`); if
+-- others passed since, a bucket without the reservation may have
+-- overflowed by up to what refilled in between: that much is kept back.
+function token_bucket.release(l, at, now)
+  local t, stored_at = string.match(redis.call('GET', l.key) or '',
+    '^([^:]+):(%d+)$')
+  t, stored_at = tonumber(t), tonumber(stored_at)
+  if not (t and stored_at) or stored_at < at then return false end
+  local back = l.cost - (stored_at - at) * l.limit / l.period
+  local refilled = math.max(0, now - stored_at) * l.limit / l.period
+  -- full again by now: nothing of the reservation counts any more
+  if back <= 0 or t + refilled >= l.burst then return false end
+  t = math.min(l.burst, t + back)
+  local full_in =
+    math.ceil((l.burst - t - refilled) * l.period / l.limit - slack)
+  if full_in <= 0 then
+    redis.call('DEL', l.key) -- full: as no state at all
+  else
+    redis.call('SET', l.key, string.format('%.17g:%d', t, stored_at),
+      'PX', math.ceil(full_in / 1000))
+  end
+  return true
+end

@@ -4,6 +4,8 @@
 //
 // Reply: passed, now_us, then per limit
 //        passed, remaining, reset_after_us, retry_after_us
+// The release form (release()): ARGV "release", reserved_at_us, now_us,
+// then the limits as the check's; reply: the number of limits changed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -181,6 +183,32 @@ protected:
                                          limits.size(), decoded.data(),
                                          &res.decision);
         return res;
+    }
+
+    // The release form: gives back the reservation that a check of these
+    // limits made at reserved_at_us, at now_us ("" = Redis TIME when
+    // now_us < 0). The raw reply.
+    Reply release_raw(std::int64_t reserved_at_us, std::int64_t now_us,
+                      const std::vector<Limit>& limits) {
+        std::vector<std::string> keys;
+        std::vector<std::string> argv = {"release", str(reserved_at_us),
+                                         now_us < 0 ? "" : str(now_us)};
+        for (const Limit& l : limits) {
+            keys.push_back(l.key);
+            argv.insert(argv.end(), {l.algorithm, str(l.limit), str(l.period_ms),
+                                     str(l.burst), str(l.cost)});
+        }
+        return evalsha(keys, argv);
+    }
+
+    // The same, asserting an integer reply: the number of limits changed
+    // (-1 on any other reply).
+    long long release(std::int64_t reserved_at_us, std::int64_t now_us,
+                      const std::vector<Limit>& limits) {
+        Reply r = release_raw(reserved_at_us, now_us, limits);
+        EXPECT_EQ(r->type, REDIS_REPLY_INTEGER)
+            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "");
+        return r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     }
 
     // One limit: its reply, asserting it is well formed and decodable.
