@@ -4,12 +4,15 @@
 #include <string>
 
 #include "algorithm.hpp"
+#include "error_reply.hpp"
 #include "key.hpp"
 #include "local.hpp"
 #include "log.hpp"
 #include "rate.hpp"
 #include "reply.hpp"
 #include "rrl.h"
+#include "slot.hpp"
+#include "topology.hpp"
 
 using rrl::LogLevel;
 
@@ -25,6 +28,11 @@ R guarded(const char* what, R on_error, F&& body) noexcept {
         rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
     }
     return on_error;
+}
+
+// The host has been checked to be shorter than RRL_HOST_MAX.
+void copy_host(const std::string& host, char* out) noexcept {
+    std::memcpy(out, host.c_str(), host.size() + 1);
 }
 
 }  // namespace
@@ -124,8 +132,67 @@ int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
 }
 
 int rrl_reply_error_kind(const char* text, size_t len) noexcept {
-    return rrl::is_noscript({text, len}) ? RRL_REPLY_NOSCRIPT
-                                         : RRL_REPLY_ERROR;
+    return rrl::error_kind({text, len});
+}
+
+unsigned rrl_key_slot(const char* key, size_t len) noexcept {
+    return rrl::key_slot({key, len});
+}
+
+int rrl_reply_redirect(const char* text, size_t len, unsigned* slot, char* host,
+                       unsigned* port) noexcept {
+    return guarded("rrl_reply_redirect", RRL_ERROR, [&] {
+        auto r = rrl::parse_redirect({text, len});
+        if (!r) return RRL_ERROR;
+        *slot = r->slot;
+        copy_host(r->target.host, host);
+        *port = r->target.port;
+        return RRL_OK;
+    });
+}
+
+int rrl_cluster_slots_parse(const rrl_value_t* reply, rrl_slot_range_t* ranges,
+                            size_t max, size_t* n) noexcept {
+    return guarded("rrl_cluster_slots_parse", RRL_ERROR, [&] {
+        std::string error = "no reply";
+        auto parsed = reply == nullptr
+                          ? std::nullopt
+                          : rrl::parse_cluster_slots(*reply, max, &error);
+        if (!parsed) {
+            rrl::log(LogLevel::error,
+                     "unexpected CLUSTER SLOTS reply: " + error);
+            return RRL_ERROR;
+        }
+        for (size_t i = 0; i < parsed->size(); i++) {
+            const rrl::SlotRange& r = (*parsed)[i];
+            ranges[i].start = r.start;
+            ranges[i].end = r.end;
+            copy_host(r.primary.host, ranges[i].host);
+            ranges[i].port = r.primary.port;
+        }
+        *n = parsed->size();
+        return RRL_OK;
+    });
+}
+
+int rrl_sentinel_addr_parse(const rrl_value_t* reply, char* host,
+                            unsigned* port) noexcept {
+    return guarded("rrl_sentinel_addr_parse", RRL_ERROR, [&] {
+        std::string error = "no reply";
+        auto answer = reply == nullptr
+                          ? std::nullopt
+                          : rrl::parse_sentinel_primary(*reply, &error);
+        if (!answer) {
+            rrl::log(
+                LogLevel::error,
+                "unexpected SENTINEL get-master-addr-by-name reply: " + error);
+            return RRL_ERROR;
+        }
+        if (!answer->known) return RRL_UNKNOWN;
+        copy_host(answer->primary.host, host);
+        *port = answer->primary.port;
+        return RRL_OK;
+    });
 }
 
 int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,

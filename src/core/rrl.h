@@ -143,11 +143,104 @@ typedef struct {
 int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
     rrl_limit_result_t *limits, rrl_decision_t *decision) RRL_NOEXCEPT;
 
-#define RRL_REPLY_ERROR     0
-#define RRL_REPLY_NOSCRIPT  1
+#define RRL_REPLY_ERROR        0   /* any other error */
+#define RRL_REPLY_NOSCRIPT     1   /* "NOSCRIPT No matching script..." */
+#define RRL_REPLY_MOVED        2   /* "MOVED <slot> <host>:<port>" */
+#define RRL_REPLY_ASK          3   /* "ASK <slot> <host>:<port>" */
+#define RRL_REPLY_TRYAGAIN     4
+#define RRL_REPLY_CLUSTERDOWN  5
+#define RRL_REPLY_READONLY     6   /* a replica: "READONLY You can't write..." */
+#define RRL_REPLY_MASTERDOWN   7
+#define RRL_REPLY_LOADING      8
 
-/* Classifies an error reply ("NOSCRIPT No matching script..."). */
+/*
+ * Classifies an error reply by its first word (up to the first space or the
+ * end), exactly, case-sensitive.
+ */
 int rrl_reply_error_kind(const char *text, size_t len) RRL_NOEXCEPT;
+
+
+#define RRL_CLUSTER_SLOTS  16384
+
+/*
+ * The Redis Cluster slot of a key: CRC16 (XMODEM, as Redis' crc16.c) mod
+ * 16384, of the hash tag when the key has one ({...} non-empty, first '{'
+ * then the first '}' after it), as Redis' keyHashSlot().
+ */
+unsigned rrl_key_slot(const char *key, size_t len) RRL_NOEXCEPT;
+
+#define RRL_HOST_MAX  256   /* with its NUL */
+
+/*
+ * The target of a MOVED or ASK error: slot (< 16384), host (copied,
+ * NUL-terminated, into host of RRL_HOST_MAX bytes; the port is after the
+ * LAST ':' so "::1:7000" gives host "::1"; brackets "[::1]:7000" are
+ * stripped too), port (1..65535). RRL_ERROR, not logged (the caller has the
+ * text), on anything malformed: an empty host or "?" (Redis 7 sends those
+ * when it has no endpoint to announce), a host of RRL_HOST_MAX bytes or
+ * more or with bytes that are not printable ASCII, blanks or brackets,
+ * trailing garbage. The text may be anything a hostile server sends (not
+ * NUL-terminated, any bytes).
+ */
+int rrl_reply_redirect(const char *text, size_t len, unsigned *slot,
+    char *host, unsigned *port) RRL_NOEXCEPT;
+
+
+/*
+ * A Redis reply as a tree, built by the shim from hiredis' reply (the core
+ * never sees hiredis types).
+ */
+#define RRL_VALUE_STRING   1
+#define RRL_VALUE_ARRAY    2
+#define RRL_VALUE_INTEGER  3
+#define RRL_VALUE_NIL      4
+#define RRL_VALUE_STATUS   5
+#define RRL_VALUE_ERROR    6
+
+typedef struct rrl_value_s  rrl_value_t;
+
+struct rrl_value_s {
+    int                 type;
+    long long           integer;
+    const char         *str;        /* STRING, STATUS, ERROR: not NUL-terminated */
+    size_t              len;
+    const rrl_value_t  *elements;   /* ARRAY */
+    size_t              nelements;
+};
+
+typedef struct {
+    unsigned  start;                /* inclusive, < 16384 */
+    unsigned  end;                  /* inclusive, >= start, < 16384 */
+    char      host[RRL_HOST_MAX];   /* the primary's; "" = the node asked */
+    unsigned  port;                 /* 1..65535 */
+} rrl_slot_range_t;
+
+/*
+ * The reply to CLUSTER SLOTS (RESP2, Redis 3 to 7): an array of
+ * [start, end, [host, port, id, ...], replica entries...]: writes the
+ * primary of each range into ranges (at most max entries) and their number
+ * into *n. A nil, empty or "?" host (Redis 7's unknown endpoint) is
+ * reported as "" (the caller uses the address it asked). RRL_ERROR (and
+ * logs why, at RRL_LOG_ERR) on a malformed reply: not an array, an entry
+ * with fewer than 3 elements, non-integer or out-of-range start/end/port,
+ * start > end, overlapping ranges, a host that is neither a string nor nil
+ * or that rrl_reply_redirect() refuses (too long...), more than max ranges. Ranges need not cover all slots (a cluster
+ * being set up), ranges come in any order.
+ */
+int rrl_cluster_slots_parse(const rrl_value_t *reply, rrl_slot_range_t *ranges,
+    size_t max, size_t *n) RRL_NOEXCEPT;
+
+/*
+ * The reply to SENTINEL get-master-addr-by-name: [host, port] as two
+ * strings. RRL_OK with host (NUL-terminated, RRL_HOST_MAX bytes) and port;
+ * RRL_UNKNOWN for a nil reply (the sentinel does not know that name);
+ * RRL_ERROR (logged) for anything else: an error reply, wrong shapes, port
+ * not a decimal 1..65535, a host as rrl_reply_redirect() refuses it.
+ */
+#define RRL_UNKNOWN  1
+
+int rrl_sentinel_addr_parse(const rrl_value_t *reply, char *host,
+    unsigned *port) RRL_NOEXCEPT;
 
 /*
  * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail

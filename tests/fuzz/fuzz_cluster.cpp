@@ -1,0 +1,142 @@
+// rrl_reply_error_kind and rrl_reply_redirect on the raw bytes, and
+// rrl_cluster_slots_parse and rrl_sentinel_addr_parse on a reply tree
+// decoded from them.
+//
+// Tree encoding: a byte picks the type (% 6: string, array, integer, nil,
+// status, error); a string takes a length byte (% 32) and that many bytes;
+// an array a count byte (% 8) and its elements (depth at most 4); an
+// integer a byte that picks a slot-sized, port-sized or raw 64-bit value.
+// Missing bytes read as 0. Byte 0 is also the max of ranges (% 8).
+// Invariants on RRL_OK: ranges within bounds and disjoint, at most max of
+// them, hosts NUL-terminated within RRL_HOST_MAX, ports 1..65535.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "rrl.h"
+
+namespace {
+
+class Decoder {
+   public:
+    Decoder(const std::uint8_t* data, std::size_t size)
+        : data_(data), size_(size) {}
+
+    rrl_value_t value(int depth) {
+        rrl_value_t v{};
+        v.type = 1 + byte() % 6;
+        switch (v.type) {
+            case RRL_VALUE_STRING:
+            case RRL_VALUE_STATUS:
+            case RRL_VALUE_ERROR: {
+                std::size_t len = byte() % 32;
+                if (len > size_ - pos_) len = size_ - pos_;
+                v.str = reinterpret_cast<const char*>(data_ + pos_);
+                v.len = len;
+                pos_ += len;
+                break;
+            }
+            case RRL_VALUE_ARRAY: {
+                std::size_t n = depth < 4 ? byte() % 8 : 0;
+                if (n == 0) break;
+                arrays_.emplace_back(new rrl_value_t[n]);
+                rrl_value_t* elements = arrays_.back().get();
+                for (std::size_t i = 0; i < n; i++) {
+                    elements[i] = value(depth + 1);
+                }
+                v.elements = elements;
+                v.nelements = n;
+                break;
+            }
+            case RRL_VALUE_INTEGER: {
+                std::uint8_t how = byte();
+                std::uint64_t raw = 0;
+                for (int b = 0; b < (how % 3 == 2 ? 8 : 2); b++) {
+                    raw |= std::uint64_t{byte()} << (8 * b);
+                }
+                if (how % 3 == 0) raw %= 16400;
+                if (how & 0x80) raw = 0 - raw;  // negative, wrapping
+                v.integer = static_cast<long long>(raw);
+                break;
+            }
+            default:
+                break;
+        }
+        return v;
+    }
+
+   private:
+    std::uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+
+    const std::uint8_t* data_;
+    std::size_t size_;
+    std::size_t pos_ = 0;
+    std::vector<std::unique_ptr<rrl_value_t[]>> arrays_;
+};
+
+void check_host(const char* host) {
+    std::size_t len = strnlen(host, RRL_HOST_MAX);
+    FUZZ_CHECK(len < RRL_HOST_MAX);
+    for (std::size_t i = 0; i < len; i++) {
+        FUZZ_CHECK(host[i] > ' ' && host[i] <= '~');
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    return fuzz::silence_core();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {
+    std::string_view text(reinterpret_cast<const char*>(data), size);
+
+    int kind = rrl_reply_error_kind(text.data(), text.size());
+    FUZZ_CHECK(kind >= RRL_REPLY_ERROR && kind <= RRL_REPLY_LOADING);
+
+    unsigned slot = 0, port = 0;
+    char host[RRL_HOST_MAX];
+    if (rrl_reply_redirect(text.data(), text.size(), &slot, host, &port) ==
+        RRL_OK) {
+        FUZZ_CHECK(kind == RRL_REPLY_MOVED || kind == RRL_REPLY_ASK);
+        FUZZ_CHECK(slot < RRL_CLUSTER_SLOTS);
+        FUZZ_CHECK(port >= 1 && port <= 65535);
+        check_host(host);
+        FUZZ_CHECK(host[0] != '\0');
+        FUZZ_CHECK(text.find(host) != std::string_view::npos);
+    }
+
+    Decoder decoder(data, size);
+    rrl_value_t reply = decoder.value(0);
+
+    std::size_t max = size > 0 ? data[0] % 8 : 0;
+    std::unique_ptr<rrl_slot_range_t[]> ranges(new rrl_slot_range_t[max]);
+    std::size_t n = 0;
+    if (rrl_cluster_slots_parse(&reply, ranges.get(), max, &n) == RRL_OK) {
+        FUZZ_CHECK(reply.type == RRL_VALUE_ARRAY && n == reply.nelements);
+        FUZZ_CHECK(n <= max);
+        for (std::size_t i = 0; i < n; i++) {
+            const rrl_slot_range_t& r = ranges[i];
+            FUZZ_CHECK(r.start <= r.end && r.end < RRL_CLUSTER_SLOTS);
+            FUZZ_CHECK(r.port >= 1 && r.port <= 65535);
+            check_host(r.host);
+            for (std::size_t j = 0; j < i; j++) {
+                FUZZ_CHECK(r.end < ranges[j].start || r.start > ranges[j].end);
+            }
+        }
+    }
+
+    int rc = rrl_sentinel_addr_parse(&reply, host, &port);
+    FUZZ_CHECK(rc == RRL_OK || rc == RRL_UNKNOWN || rc == RRL_ERROR);
+    FUZZ_CHECK((rc == RRL_UNKNOWN) == (reply.type == RRL_VALUE_NIL));
+    if (rc == RRL_OK) {
+        FUZZ_CHECK(port >= 1 && port <= 65535);
+        check_host(host);
+        FUZZ_CHECK(host[0] != '\0');
+    }
+    return 0;
+}
