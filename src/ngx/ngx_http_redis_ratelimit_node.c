@@ -330,11 +330,15 @@ ngx_http_redis_ratelimit_node_connect(ngx_http_redis_ratelimit_node_t *node)
                                      "CLIENT SETNAME",
                                      "CLIENT SETNAME nginx-redis-ratelimit");
 
-    script = rrl_script(&len);
-    ngx_http_redis_ratelimit_command(node,
-                                     ngx_http_redis_ratelimit_setup_reply,
-                                     "SCRIPT LOAD", "SCRIPT LOAD %b",
-                                     script, len);
+    if (rmcf->password.len == 0) {
+        script = rrl_script(&len);
+        ngx_http_redis_ratelimit_command(node,
+                                         ngx_http_redis_ratelimit_setup_reply,
+                                         "SCRIPT LOAD", "SCRIPT LOAD %b",
+                                         script, len);
+    }
+
+    /* else loaded once AUTH succeeds: see ..._setup_reply() */
 
 connecting:
 
@@ -419,7 +423,12 @@ ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac, int status)
     }
 
     node->connected = 1;
-    node->backoff = 0;
+
+    if (node->role == NGX_HTTP_REDIS_RATELIMIT_SENTINEL) {
+        node->backoff = 0;
+    }
+
+    /* a Redis: once the setup is done, see ..._setup_reply() */
 
     ngx_log_error(NGX_LOG_INFO, node->log, 0,
                   "redis_ratelimit: connected to %V", &node->name);
@@ -430,14 +439,39 @@ static void
 ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
+    size_t                            len;
+    const char                       *script, *command = privdata;
     redisReply                       *rr = reply;
     ngx_http_redis_ratelimit_node_t  *node = ac->ev.data;
 
-    if (rr != NULL && rr->type == REDIS_REPLY_ERROR && node != NULL) {
+    if (rr == NULL || node == NULL) {
+        return;
+    }
+
+    if (rr->type == REDIS_REPLY_ERROR) {
         ngx_http_redis_ratelimit_log_failure(node->log,
                                      "redis_ratelimit: %s on %V failed: %*s",
-                                     (char *) privdata, &node->name,
+                                     command, &node->name,
                                      (size_t) rr->len, rr->str);
+        return;
+    }
+
+    if (ngx_strcmp(command, "AUTH") == 0) {
+        /*
+         * not before: Redis 7 drops a connection not authenticated that
+         * sends an argument over 16 KB, and the script may be that long
+         */
+        script = rrl_script(&len);
+        ngx_http_redis_ratelimit_command(node,
+                                         ngx_http_redis_ratelimit_setup_reply,
+                                         "SCRIPT LOAD", "SCRIPT LOAD %b",
+                                         script, len);
+        return;
+    }
+
+    if (ngx_strcmp(command, "SCRIPT LOAD") == 0) {
+        /* a connection that works: a next failure backs off from the start */
+        node->backoff = 0;
     }
 }
 
