@@ -466,7 +466,26 @@ sub stop_all {
     my ($self) = @_;
     return unless $self->{owner} == $$;
     $_->stop for grep { defined } @{ $self->{nginx} || [] };
+    $self->run_cleanups;
     $self->stop_redis;
+}
+
+# add_cleanup($code): runs once, after every nginx has stopped, when the
+# file ends (done_testing) or dies (END): e.g. stops a Redis Cluster or
+# sentinels started by RRL::Cluster or RRL::Sentinel
+
+sub add_cleanup {
+    my ($self, $code) = @_;
+    push @{ $self->{cleanups} }, $code;
+    return $self;
+}
+
+sub run_cleanups {
+    my ($self) = @_;
+    return unless $self->{owner} == $$;
+    while (my $code = pop @{ $self->{cleanups} || [] }) {
+        eval { $code->(); 1 } or Test::More::diag("cleanup failed: $@");
+    }
 }
 
 # done_testing: stops every nginx, then checks that no error log has
@@ -496,6 +515,7 @@ sub done_testing {
             or Test::More::diag(join '', map { read_file($_) } @reports);
     }
 
+    $self->run_cleanups;
     $self->stop_redis;
     Test::More::done_testing();
 }
