@@ -227,8 +227,6 @@ ngx_http_redis_ratelimit_node_close(ngx_http_redis_ratelimit_node_t *node)
 void
 ngx_http_redis_ratelimit_node_connect(ngx_http_redis_ratelimit_node_t *node)
 {
-    size_t                                 len;
-    const char                            *script;
     redisAsyncContext                     *ac;
     ngx_http_redis_ratelimit_link_t       *link;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -330,15 +328,7 @@ ngx_http_redis_ratelimit_node_connect(ngx_http_redis_ratelimit_node_t *node)
                                      "CLIENT SETNAME",
                                      "CLIENT SETNAME nginx-redis-ratelimit");
 
-    if (rmcf->password.len == 0) {
-        script = rrl_script(&len);
-        ngx_http_redis_ratelimit_command(node,
-                                         ngx_http_redis_ratelimit_setup_reply,
-                                         "SCRIPT LOAD", "SCRIPT LOAD %b",
-                                         script, len);
-    }
-
-    /* else loaded once AUTH succeeds: see ..._setup_reply() */
+    /* SCRIPT LOAD follows once these succeed: see ..._setup_reply() */
 
 connecting:
 
@@ -456,10 +446,11 @@ ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac, void *reply,
         return;
     }
 
-    if (ngx_strcmp(command, "AUTH") == 0) {
+    if (ngx_strcmp(command, "CLIENT SETNAME") == 0) {
         /*
-         * not before: Redis 7 drops a connection not authenticated that
-         * sends an argument over 16 KB, and the script may be that long
+         * not before the setup is known good: Redis 7 drops a connection
+         * not authenticated that sends an argument over 16 KB, and the
+         * script may be that long; the error is then the clearer NOAUTH
          */
         script = rrl_script(&len);
         ngx_http_redis_ratelimit_command(node,

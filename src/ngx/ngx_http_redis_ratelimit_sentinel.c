@@ -1,10 +1,12 @@
 
 /*
  * Sentinel: the primary is the address the sentinels give for the name of
- * "sentinel=NAME". They are asked at start, and again whenever the primary
- * is lost or answers as a replica (READONLY): after a failover, the next
- * answer names the new primary. One sentinel at a time, the next one when
- * it fails.
+ * "sentinel=NAME". They are asked at start, every second, and at once
+ * whenever the primary is lost or answers as a replica (READONLY): after a
+ * failover, the next answer names the new primary. The periodic question
+ * catches a planned failover, where the old primary stays a writable
+ * primary for seconds after the switch. One sentinel at a time, the next
+ * one when it fails.
  */
 
 
@@ -17,6 +19,7 @@
 /* asks at most this often while the answer does not help */
 #define NGX_HTTP_REDIS_RATELIMIT_ASK_MIN    100
 #define NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY  500
+#define NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY  1000
 
 
 typedef struct {
@@ -28,6 +31,7 @@ typedef struct {
     ngx_array_t                  sentinels;   /* of node_t * */
     unsigned                     asking:1;
     unsigned                     again:1;     /* wanted while asking */
+    unsigned                     polling:1;   /* the timer: the next poll */
 } ngx_http_redis_ratelimit_sentinel_t;
 
 
@@ -126,8 +130,14 @@ ngx_http_redis_ratelimit_sentinel_ask(void)
     }
 
     if (st->timer.timer_set) {
-        /* asking is due already */
-        return;
+        if (!st->polling) {
+            /* asking is due already */
+            return;
+        }
+
+        /* not the next poll: now */
+        ngx_del_timer(&st->timer);
+        st->polling = 0;
     }
 
     elapsed = ngx_current_msec - st->last;
@@ -187,7 +197,8 @@ ngx_http_redis_ratelimit_sentinel_timer_handler(ngx_event_t *ev)
     ngx_http_redis_ratelimit_sentinel_t   *st = ev->data;
 
     if (!st->asking) {
-        /* the delay before asking again is over */
+        /* the delay before asking again is over, or the next poll is due */
+        st->polling = 0;
         ngx_http_redis_ratelimit_sentinel_ask();
         return;
     }
@@ -336,6 +347,10 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
         /* a failure came meanwhile: the answer may be older than it */
         st->again = 0;
         ngx_http_redis_ratelimit_sentinel_ask();
+
+    } else if (!st->timer.timer_set) {
+        st->polling = 1;
+        ngx_add_timer(&st->timer, NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY);
     }
 
     return;
