@@ -35,7 +35,6 @@ use warnings;
 use Carp qw(croak);
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
-use Scalar::Util ();
 use Time::HiRes qw(time sleep);
 
 use RRL::Test;
@@ -189,16 +188,7 @@ sub new {
         nodes => {},    # port => {port, pid, dir}
         owner => $$,
     }, $class;
-    Scalar::Util::weaken($self->{t});
-
-    mkdir $self->{dir};
-    chmod 0755, $self->{dir};
-
-    push @clusters, $self;
-    Scalar::Util::weaken($clusters[-1]);
-    my $weak = $self;
-    Scalar::Util::weaken($weak);
-    $t->add_cleanup(sub { $weak->stop if $weak });
+    $t->register_servers($self, \@clusters);
 
     my $start = time;
     my $n = $self->{nprimaries} * (1 + $self->{nreplicas});
@@ -335,20 +325,8 @@ sub auth_args {
 
 sub raw_cli {
     my ($self, $port, $auth, @args) = @_;
-    my $pid = open(my $fh, '-|') // croak "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec);
-          exec 'redis-cli', '-h', '127.0.0.1', '-p', $port, @$auth,
-              '--raw', @args; }
-        POSIX::_exit(127);
-    }
-    binmode $fh;
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    $out =~ s/\n\z//;
-    return wantarray ? split(/\n/, $out) : $out;
+    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
+        @$auth, '--raw', @args);
 }
 
 # cli($port, @command): one command to one node (no redirection); the
@@ -358,20 +336,11 @@ sub cli {
     return $self->raw_cli($port, [$self->auth_args], @args);
 }
 
-# cli_out([redis-cli arguments]): redis-cli with the ACL user if any
+# cli_out([redis-cli arguments]): redis-cli with the ACL user if any; its
+# output (trailing newline removed), $? its exit status
 sub cli_out {
     my ($self, $args) = @_;
-    my @cmd = ('redis-cli', $self->auth_args, @$args);
-    my $pid = open(my $fh, '-|') // croak "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec @cmd; }
-        POSIX::_exit(127);
-    }
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return $out;
+    return scalar RRL::Test::run_command('redis-cli', $self->auth_args, @$args);
 }
 
 sub cli_ok {

@@ -24,7 +24,6 @@ use warnings;
 
 use Carp qw(croak);
 use POSIX qw(:sys_wait_h);
-use Scalar::Util ();
 use Time::HiRes qw(time sleep);
 
 use RRL::Test;
@@ -49,16 +48,7 @@ sub new {
         sentinels => {},   # port => {port, pid, dir, conf}
         owner => $$,
     }, $class;
-    Scalar::Util::weaken($self->{t});
-
-    mkdir $self->{dir};
-    chmod 0755, $self->{dir};
-
-    push @all, $self;
-    Scalar::Util::weaken($all[-1]);
-    my $weak = $self;
-    Scalar::Util::weaken($weak);
-    $t->add_cleanup(sub { $weak->stop if $weak });
+    $t->register_servers($self, \@all);
 
     my $start = time;
 
@@ -232,22 +222,6 @@ END {
 ############################################################################
 # redis-cli
 
-sub run_cli {
-    my (@cmd) = @_;
-    my $pid = open(my $fh, '-|') // croak "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec @cmd; }
-        POSIX::_exit(127);
-    }
-    binmode $fh;
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    $out =~ s/\n\z//;
-    return wantarray ? split(/\n/, $out) : $out;
-}
-
 sub data_auth {
     my ($self) = @_;
     return ('--user', $self->{user}[0], '--pass', $self->{user}[1],
@@ -261,21 +235,21 @@ sub data_auth {
 # user with its password)
 sub cli {
     my ($self, $port, @args) = @_;
-    return run_cli('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
         $self->data_auth, '--raw', @args);
 }
 
 # cli_db($port, $db, @command)
 sub cli_db {
     my ($self, $port, $db, @args) = @_;
-    return run_cli('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
         $self->data_auth, '-n', $db, '--raw', @args);
 }
 
 # scli($port, @command): a Sentinel
 sub scli {
     my ($self, $port, @args) = @_;
-    return run_cli('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
         (defined $self->{sentinel_password}
             ? ('-a', $self->{sentinel_password}, '--no-auth-warning') : ()),
         '--raw', @args);

@@ -32,6 +32,7 @@ use File::Temp qw(tempdir);
 use IO::Select;
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
+use Scalar::Util ();
 use Socket qw(SOL_SOCKET SO_LINGER);
 use Test::More ();
 use Time::HiRes qw(time sleep);
@@ -272,11 +273,20 @@ sub redis {
 sub redis_db {
     my ($self, $db, @args) = @_;
     croak 'no redis port' unless $self->{redis_port};
+    return run_command($self->redis_cli_cmd($db), @args);
+}
 
+# run_command(@argv): runs a program (no shell), its stderr merged into
+# its stdout; the output, trailing newline removed, in scalar context; its
+# lines in list context. $? is the program's exit status afterwards.
+# Every redis-cli of RRL::Test, RRL::Cluster and RRL::Sentinel runs here.
+
+sub run_command {
+    my (@cmd) = @_;
     my $pid = open(my $fh, '-|') // croak "fork: $!";
     if ($pid == 0) {
         open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec $self->redis_cli_cmd($db), @args; }
+        { no warnings q(exec); exec @cmd; }
         POSIX::_exit(127);
     }
     binmode $fh;
@@ -478,6 +488,30 @@ sub add_cleanup {
     my ($self, $code) = @_;
     push @{ $self->{cleanups} }, $code;
     return $self;
+}
+
+# register_servers($obj, \@registry): the common part of RRL::Cluster's
+# and RRL::Sentinel's new(), for servers of their own under this test's
+# directory: creates $obj->{dir} (world-readable), keeps $obj->{t} weak,
+# puts $obj in the caller's @registry (weakly, for its END) and has
+# $obj->stop run with this test's cleanups. Returns $obj.
+
+sub register_servers {
+    my ($self, $obj, $registry) = @_;
+
+    $obj->{t} = $self;
+    Scalar::Util::weaken($obj->{t});
+
+    mkdir $obj->{dir};
+    chmod 0755, $obj->{dir};
+
+    push @$registry, $obj;
+    Scalar::Util::weaken($registry->[-1]);
+    my $weak = $obj;
+    Scalar::Util::weaken($weak);
+    $self->add_cleanup(sub { $weak->stop if $weak });
+
+    return $obj;
 }
 
 sub run_cleanups {
