@@ -10,7 +10,9 @@
 #   2. slot B (6 keys): 0.4 s MIGRATING with no key moved yet, all keys in
 #      one MIGRATE, then 0.4 s with every key moved but the slot not yet
 #      reassigned (every call ASK);
-#   3. slot A back from primary 2 to primary 1, four keys per MIGRATE.
+#   3. slot A back from primary 2 to primary 1, four keys per MIGRATE;
+#   4. slot B and 499 others from primary 3 to primary 2 by redis-cli
+#      --cluster reshard.
 # Asserted: every response is 200 PASSED (no 5xx, no FAILED_*: MOVED and
 # ASK are followed); for each key, the count in Redis (on the primary that
 # serves it at the end) equals the PASSED responses exactly (no count lost
@@ -103,6 +105,21 @@ my $r2 = phase('slot B, long MIGRATING windows', $slot_b, $P[2],
 my $r3 = phase('slot A back, four keys at a time', $slot_a, $P[0],
     batch => 4, pause => 0.05);
 
+# 4. slot B once more, by redis-cli --cluster reshard of 500 slots (long
+#    enough to overlap traffic): it moves the source's lowest slots first,
+#    and slot B is now the lowest of primary 3
+my ($lowest) = sort { $a <=> $b } map { $_->[0] } grep { $_->[2] == $P[2] } @{ $c->slot_map };
+is($lowest, $slot_b, 'slot B is the lowest slot of primary 3');
+{
+    my $start = time;
+    $c->reshard_cli(500, $P[2], $P[1]);
+    push @phases, ['slot B by redis-cli --cluster reshard', $start, time, {}];
+    note(sprintf 'slot B by redis-cli --cluster reshard: from %d to %d, %.2f s',
+        $P[2], $P[1], time - $start);
+    $load->wait_rounds($load->rounds_done + 5);
+}
+is($c->slot_owner($slot_b), $P[1], 'redis-cli --cluster reshard moved slot B to primary 2');
+
 my @rec = $load->stop;
 
 is("$r1->{keys} $r2->{keys} $r3->{keys}", '12 6 12', 'every key was migrated');
@@ -136,7 +153,7 @@ is(scalar @bad, 0, scalar(@rec) . ' requests during the resharding: all 200 PASS
 
 my (%passed, %count);
 $passed{ ($_->{uri} =~ /key=(\S+)/)[0] }++ for grep { $_->{rl} eq 'PASSED' } @rec;
-my %final_owner = ((map { $_ => $P[0] } @keys_a), (map { $_ => $P[2] } @keys_b));
+my %final_owner = ((map { $_ => $P[0] } @keys_a), (map { $_ => $P[1] } @keys_b));
 for my $k (@keys) {
     my $v = $c->cli($final_owner{$k}, 'GET', RRL::Cluster::rrl_key('rs', $k));
     my (undef, $cur, $prev) = split /:/, $v;
