@@ -3,7 +3,8 @@
 # A hostile Redis (t/lib/RRL/FakeRedis.pm): malformed replies, replies of
 # the wrong type, length or values, huge bulk strings (16 MB; 512 MB
 # announced, never completed; 512 MB streamed), a reply in 1-byte
-# writes, silence, closed connections, errors, NOSCRIPT forever, an
+# writes, silence, closed connections, errors, NOSCRIPT forever, MOVED,
+# ASK, CLUSTERDOWN and READONLY from a server given as a single Redis, an
 # unsolicited error reply. For each: fail open answers 200 FAILED_OPEN,
 # fail closed 429 FAILED_CLOSED (never a 5xx, never later than the 100 ms
 # timeout + a margin), no worker crashes (same worker pids), no [alert] or
@@ -87,7 +88,7 @@ sub hammer {
 
 my @behaviours = qw(malformed wrong_type wrong_count bad_values huge_time
     huge_remaining huge_bulk flood split silent close error noscript_forever
-    extra);
+    extra moved ask clusterdown readonly);
 
 # huge_remaining: more left than the zone can ever hold is a bad reply
 my %todo;

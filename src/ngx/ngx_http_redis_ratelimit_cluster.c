@@ -89,9 +89,12 @@ ngx_http_redis_ratelimit_cluster_refresh(void)
     ngx_msec_t                           elapsed;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    if (ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
+    if (ngx_http_redis_ratelimit_link.conf->mode
+        != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
+        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
         || ngx_terminate)
     {
+        /* a single Redis may answer MOVED too: it is no cluster of ours */
         return;
     }
 

@@ -118,7 +118,9 @@ ngx_http_redis_ratelimit_sentinel_ask(void)
 
     st = &ngx_http_redis_ratelimit_sentinel;
 
-    if (ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
+    if (ngx_http_redis_ratelimit_link.conf->mode
+        != NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL
+        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
         || ngx_terminate)
     {
         return;

@@ -39,6 +39,10 @@ package RRL::FakeRedis;
 #                     (what a client with a command in flight sees when the
 #                     server sends one unsolicited error)
 #   extra_status      the valid reply followed at once by an unsolicited +OK
+#   moved, ask        -MOVED / -ASK to another address (a cluster node
+#                     given as a single Redis)
+#   clusterdown       -CLUSTERDOWN
+#   readonly          -READONLY (a replica given as the primary)
 #
 #   my $f = RRL::FakeRedis->new(behaviour => 'malformed', dir => $t->testdir);
 #   $f->port; $f->stats;   # {EVALSHA => n, 'SCRIPT LOAD' => n, connections => n, ...}
@@ -58,7 +62,8 @@ use Time::HiRes qw(time);
 
 my %BEHAVIOURS = map { $_ => 1 } qw(valid malformed wrong_type wrong_count
     bad_values huge_time huge_remaining huge_bulk flood split silent close
-    error noscript_forever extra extra_inflight extra_status);
+    error noscript_forever extra extra_inflight extra_status moved ask
+    clusterdown readonly);
 
 sub behaviours { sort keys %BEHAVIOURS }
 
@@ -390,6 +395,14 @@ sub serve {
                     last;
                 } elsif ($behaviour eq 'error') {
                     $queue->($c, "-ERR something went wrong\r\n");
+                } elsif ($behaviour eq 'moved' || $behaviour eq 'ask') {
+                    $queue->($c, '-' . uc($behaviour)
+                        . " 3999 127.0.0.1:1\r\n");
+                } elsif ($behaviour eq 'clusterdown') {
+                    $queue->($c, "-CLUSTERDOWN The cluster is down\r\n");
+                } elsif ($behaviour eq 'readonly') {
+                    $queue->($c, "-READONLY You can't write against a "
+                        . "read only replica.\r\n");
                 } elsif ($behaviour eq 'noscript_forever') {
                     $queue->($c, "-NOSCRIPT No matching script. "
                         . "Please use EVAL.\r\n");
