@@ -21,7 +21,7 @@ using namespace rrl_test;
 // The caller's side of local limiting: states by key, all limits of a
 // request checked, the new states kept only if every limit passed.
 class LocalStore {
-public:
+   public:
     struct Decision {
         int rc = RRL_OK;
         bool passed = true;
@@ -34,8 +34,8 @@ public:
         for (size_t i = 0; i < limits.size(); i++) {
             const Limit& l = limits[i];
             rrl_limit_result_t r{};
-            int algorithm = rrl_algorithm_parse(l.algorithm.data(),
-                                                l.algorithm.size());
+            int algorithm =
+                rrl_algorithm_parse(l.algorithm.data(), l.algorithm.size());
             d.rc = rrl_local_check(algorithm, static_cast<uint64_t>(l.limit),
                                    static_cast<uint64_t>(l.period_ms),
                                    static_cast<uint64_t>(l.burst),
@@ -71,10 +71,9 @@ public:
                           static_cast<long long>(s.a),
                           static_cast<long long>(s.b));
         } else if (l.algorithm == "sliding_window") {
-            std::snprintf(buf, sizeof(buf), "%lld:%lld:%lld",
-                          static_cast<long long>(s.a),
-                          static_cast<long long>(s.b),
-                          static_cast<long long>(s.c));
+            std::snprintf(
+                buf, sizeof(buf), "%lld:%lld:%lld", static_cast<long long>(s.a),
+                static_cast<long long>(s.b), static_cast<long long>(s.c));
         } else if (l.algorithm == "token_bucket") {
             std::snprintf(buf, sizeof(buf), "%.17g:%lld", s.c,
                           static_cast<long long>(s.a));
@@ -88,7 +87,7 @@ public:
         return buf;
     }
 
-private:
+   private:
     std::map<std::string, rrl_local_state_t> states_;
 };
 
@@ -104,8 +103,8 @@ void run_steps(LocalStore& store, const Limit& l,
         const Step& s = steps[i];
         SCOPED_TRACE("step " + str(static_cast<std::int64_t>(i)) + " at +" +
                      str(s.at_us) + " cost " + str(s.cost));
-        rrl_limit_result_t r = store.check_one(kT + s.at_us,
-                                               with_cost(l, s.cost));
+        rrl_limit_result_t r =
+            store.check_one(kT + s.at_us, with_cost(l, s.cost));
         EXPECT_EQ(r.passed, s.passed);
         EXPECT_EQ(r.remaining, s.remaining);
         EXPECT_EQ(r.reset_after_us, s.reset_after_us);
@@ -120,41 +119,44 @@ void run_steps(LocalStore& store, const Limit& l,
 TEST(LocalCheck, FixedWindowCountsExactlyAtWindowEdges) {
     LocalStore store;
     const Limit l = fw("fw", 5, 1000);
-    run_steps(store, l, {
-        {0, 1, 1, 4, 1000000, 0},
-        {100 * kMs, 1, 1, 3, 900000, 0},
-        {200 * kMs, 1, 1, 2, 800000, 0},
-        {300 * kMs, 1, 1, 1, 700000, 0},
-        {400 * kMs, 1, 1, 0, 600000, 0},
-        {500 * kMs, 1, 0, 0, 500000, 500000},
-        {999999, 1, 0, 0, 1, 1},
-        {kSecond, 1, 1, 4, 1000000, 0},
-        {kSecond + 1, 1, 1, 3, 999999, 0},
-        // cost over what remains consumes nothing, over capacity: a period
-        {kSecond + 2, 4, 0, 3, 999998, 999998},
-        {kSecond + 3, 6, 0, 3, 999997, kSecond},
-        {kSecond + 4, 3, 1, 0, 999996, 0},
-    });
+    run_steps(
+        store, l,
+        {
+            {0, 1, 1, 4, 1000000, 0},
+            {100 * kMs, 1, 1, 3, 900000, 0},
+            {200 * kMs, 1, 1, 2, 800000, 0},
+            {300 * kMs, 1, 1, 1, 700000, 0},
+            {400 * kMs, 1, 1, 0, 600000, 0},
+            {500 * kMs, 1, 0, 0, 500000, 500000},
+            {999999, 1, 0, 0, 1, 1},
+            {kSecond, 1, 1, 4, 1000000, 0},
+            {kSecond + 1, 1, 1, 3, 999999, 0},
+            // cost over what remains consumes nothing, over capacity: a period
+            {kSecond + 2, 4, 0, 3, 999998, 999998},
+            {kSecond + 3, 6, 0, 3, 999997, kSecond},
+            {kSecond + 4, 3, 1, 0, 999996, 0},
+        });
     EXPECT_EQ(store.redis_value(l), "1700000001:5");
 }
 
 TEST(LocalCheck, SlidingWindowFirstWindowThenDecay) {
     LocalStore store;
     const Limit l = sw("sw", 5, 1000);
-    run_steps(store, l, {
-        {0, 1, 1, 4, 2000000, 0},
-        {100 * kMs, 1, 1, 3, 1900000, 0},
-        {200 * kMs, 1, 1, 2, 1800000, 0},
-        {300 * kMs, 1, 1, 1, 1700000, 0},
-        {400 * kMs, 1, 1, 0, 1600000, 0},
-        {500 * kMs, 1, 0, 0, 1500000, 700000},
-        {999999, 1, 0, 0, 1000001, 200001},
-        {1200 * kMs - 1, 1, 0, 0, 800001, 1},
-        {1200 * kMs, 1, 1, 0, 1800000, 0},
-        {1200 * kMs, 1, 0, 0, 1800000, 200000},
-        {1400 * kMs, 1, 1, 0, 1600000, 0},
-        {2000 * kMs, 1, 1, 2, 2000000, 0},
-    });
+    run_steps(store, l,
+              {
+                  {0, 1, 1, 4, 2000000, 0},
+                  {100 * kMs, 1, 1, 3, 1900000, 0},
+                  {200 * kMs, 1, 1, 2, 1800000, 0},
+                  {300 * kMs, 1, 1, 1, 1700000, 0},
+                  {400 * kMs, 1, 1, 0, 1600000, 0},
+                  {500 * kMs, 1, 0, 0, 1500000, 700000},
+                  {999999, 1, 0, 0, 1000001, 200001},
+                  {1200 * kMs - 1, 1, 0, 0, 800001, 1},
+                  {1200 * kMs, 1, 1, 0, 1800000, 0},
+                  {1200 * kMs, 1, 0, 0, 1800000, 200000},
+                  {1400 * kMs, 1, 1, 0, 1600000, 0},
+                  {2000 * kMs, 1, 1, 2, 2000000, 0},
+              });
     EXPECT_EQ(store.redis_value(l), "1700000002:1:2");
     run_steps(store, l, {{4000 * kMs, 1, 1, 4, 2000000, 0}});
     EXPECT_EQ(store.redis_value(l), "1700000004:1:0");
@@ -172,28 +174,116 @@ TEST(LocalCheck, SlidingWindowEstimateTable) {
     };
     const std::uint64_t unset = RRL_BURST_UNSET;
     const std::vector<Row> rows = {
-        {{1700000000, 7, 0}, 10, unset, 1300 * kMs, 1, 1, 4, 1700000, 0,
+        {{1700000000, 7, 0},
+         10,
+         unset,
+         1300 * kMs,
+         1,
+         1,
+         4,
+         1700000,
+         0,
          "1700000001:1:7"},
-        {{1700000000, 7, 0}, 10, unset, 1300 * kMs, 6, 0, 5, 700000, 128572,
+        {{1700000000, 7, 0},
+         10,
+         unset,
+         1300 * kMs,
+         6,
+         0,
+         5,
+         700000,
+         128572,
          nullptr},
-        {{1700000000, 4, 0}, 4, unset, 1000 * kMs, 1, 0, 0, 1000000, 250000,
+        {{1700000000, 4, 0},
+         4,
+         unset,
+         1000 * kMs,
+         1,
+         0,
+         0,
+         1000000,
+         250000,
          nullptr},
         {{1700000000, 4, 0}, 4, unset, 2000 * kMs - 1, 4, 0, 3, 1, 1, nullptr},
-        {{1700000000, 4, 0}, 4, unset, 2000 * kMs, 4, 1, 0, 2000000, 0,
+        {{1700000000, 4, 0},
+         4,
+         unset,
+         2000 * kMs,
+         4,
+         1,
+         0,
+         2000000,
+         0,
          "1700000002:4:0"},
-        {{1699999990, 9, 9}, 10, unset, 0, 1, 1, 9, 2000000, 0,
+        {{1699999990, 9, 9},
+         10,
+         unset,
+         0,
+         1,
+         1,
+         9,
+         2000000,
+         0,
          "1700000000:1:0"},
-        {{1700000001, 2, 6}, 10, unset, 1500 * kMs, 1, 1, 4, 1500000, 0,
+        {{1700000001, 2, 6},
+         10,
+         unset,
+         1500 * kMs,
+         1,
+         1,
+         4,
+         1500000,
+         0,
          "1700000001:3:6"},
-        {{1700000001, 2, 6}, 10, unset, 1500 * kMs, 6, 0, 5, 1500000, 166667,
+        {{1700000001, 2, 6},
+         10,
+         unset,
+         1500 * kMs,
+         6,
+         0,
+         5,
+         1500000,
+         166667,
          nullptr},
-        {{1700000001, 2, 6}, 10, unset, 1500 * kMs, 9, 0, 5, 1500000, 1000000,
+        {{1700000001, 2, 6},
+         10,
+         unset,
+         1500 * kMs,
+         9,
+         0,
+         5,
+         1500000,
+         1000000,
          nullptr},
-        {{1700000001, 2, 6}, 10, 2, 1500 * kMs, 7, 1, 0, 1500000, 0,
+        {{1700000001, 2, 6},
+         10,
+         2,
+         1500 * kMs,
+         7,
+         1,
+         0,
+         1500000,
+         0,
          "1700000001:9:6"},
-        {{1700000001, 2, 6}, 10, 2, 1500 * kMs, 8, 0, 7, 1500000, 166667,
+        {{1700000001, 2, 6},
+         10,
+         2,
+         1500 * kMs,
+         8,
+         0,
+         7,
+         1500000,
+         166667,
          nullptr},
-        {{1700000001, 2, 6}, 10, 2, 1500 * kMs, 13, 0, 7, 1500000, 1000000,
+        {{1700000001, 2, 6},
+         10,
+         2,
+         1500 * kMs,
+         13,
+         0,
+         7,
+         1500000,
+         1000000,
          nullptr},
         {{0, 0, 0}, 10, 2, 1500 * kMs, 13, 0, 12, 0, 1000000, nullptr},
     };
@@ -204,8 +294,9 @@ TEST(LocalCheck, SlidingWindowEstimateTable) {
         const Limit l = sw("sw", r.limit, 1000, r.burst, r.cost);
         store.state("sw") = r.state;
         const std::string before = store.redis_value(l);
-        run_steps(store, l, {{r.at_us, r.cost, r.passed, r.remaining,
-                              r.reset_after_us, r.retry_after_us}});
+        run_steps(store, l,
+                  {{r.at_us, r.cost, r.passed, r.remaining, r.reset_after_us,
+                    r.retry_after_us}});
         EXPECT_EQ(store.redis_value(l),
                   r.state_after != nullptr ? r.state_after : before);
     }
@@ -237,23 +328,25 @@ TEST(LocalCheck, SlidingLogIsDecidedAsSlidingWindow) {
 TEST(LocalCheck, TokenBucketDefaultCapacityIsN) {
     LocalStore store;
     const Limit l = tb("tb", 5, 1000);
-    run_steps(store, l, {
-        {0, 1, 1, 4, 200000, 0},
-        {0, 1, 1, 3, 400000, 0},
-        {0, 1, 1, 2, 600000, 0},
-        {0, 1, 1, 1, 800000, 0},
-        {0, 1, 1, 0, 1000000, 0},
-        {0, 1, 0, 0, 1000000, 200000},
-        {200 * kMs - 1, 1, 0, 0, 800001, 1},
-        {200 * kMs, 1, 1, 0, 1000000, 0},
-        {700 * kMs, 1, 1, 1, 700000, 0},
-    });
+    run_steps(store, l,
+              {
+                  {0, 1, 1, 4, 200000, 0},
+                  {0, 1, 1, 3, 400000, 0},
+                  {0, 1, 1, 2, 600000, 0},
+                  {0, 1, 1, 1, 800000, 0},
+                  {0, 1, 1, 0, 1000000, 0},
+                  {0, 1, 0, 0, 1000000, 200000},
+                  {200 * kMs - 1, 1, 0, 0, 800001, 1},
+                  {200 * kMs, 1, 1, 0, 1000000, 0},
+                  {700 * kMs, 1, 1, 1, 700000, 0},
+              });
     EXPECT_EQ(store.redis_value(l), "1.5:1700000000700000");
-    run_steps(store, l, {
-        {700 * kMs, 2, 0, 1, 700000, 100000},
-        {800 * kMs, 2, 1, 0, 1000000, 0},
-        {800 * kMs, 6, 0, 0, 1000000, 1000000},  // over capacity
-    });
+    run_steps(store, l,
+              {
+                  {700 * kMs, 2, 0, 1, 700000, 100000},
+                  {800 * kMs, 2, 1, 0, 1000000, 0},
+                  {800 * kMs, 6, 0, 0, 1000000, 1000000},  // over capacity
+              });
     EXPECT_EQ(store.redis_value(l), "0:1700000000800000");
 }
 
@@ -280,8 +373,9 @@ TEST(LocalCheck, TokenBucketRetryAfterTable) {
         LocalStore store;
         const Limit l = tb("tb", r.limit, r.period_ms, r.burst, r.cost);
         store.state("tb") = {kT, 0, r.tokens};
-        run_steps(store, l, {{r.at_us, r.cost, 0, r.remaining,
-                              r.reset_after_us, r.retry_after_us}});
+        run_steps(store, l,
+                  {{r.at_us, r.cost, 0, r.remaining, r.reset_after_us,
+                    r.retry_after_us}});
         // and it passes exactly then, not 1 us earlier
         EXPECT_EQ(
             store.check_one(kT + r.at_us + r.retry_after_us - 1, l).passed, 0);
@@ -293,20 +387,21 @@ TEST(LocalCheck, TokenBucketRetryAfterTable) {
 TEST(LocalCheck, LeakyBucketBurstThenOnePerInterval) {
     LocalStore store;
     const Limit l = lb("lb", 5, 1000, 2);
-    run_steps(store, l, {
-        {0, 1, 1, 2, 200000, 0},
-        {0, 1, 1, 1, 400000, 0},
-        {0, 1, 1, 0, 600000, 0},
-        {0, 1, 0, 0, 600000, 200000},
-        {200 * kMs, 1, 1, 0, 600000, 0},
-        {300 * kMs, 1, 0, 0, 500000, 100000},
-        {400 * kMs, 1, 1, 0, 600000, 0},
-        {1000 * kMs, 1, 1, 2, 200000, 0},
-        {1100 * kMs, 1, 1, 1, 300000, 0},
-        {1100 * kMs, 1, 1, 0, 500000, 0},
-        {1100 * kMs, 1, 0, 0, 500000, 100000},
-        {1100 * kMs, 4, 0, 0, 500000, 1000000},  // over capacity (3)
-    });
+    run_steps(store, l,
+              {
+                  {0, 1, 1, 2, 200000, 0},
+                  {0, 1, 1, 1, 400000, 0},
+                  {0, 1, 1, 0, 600000, 0},
+                  {0, 1, 0, 0, 600000, 200000},
+                  {200 * kMs, 1, 1, 0, 600000, 0},
+                  {300 * kMs, 1, 0, 0, 500000, 100000},
+                  {400 * kMs, 1, 1, 0, 600000, 0},
+                  {1000 * kMs, 1, 1, 2, 200000, 0},
+                  {1100 * kMs, 1, 1, 1, 300000, 0},
+                  {1100 * kMs, 1, 1, 0, 500000, 0},
+                  {1100 * kMs, 1, 0, 0, 500000, 100000},
+                  {1100 * kMs, 4, 0, 0, 500000, 1000000},  // over capacity (3)
+              });
     EXPECT_EQ(store.redis_value(l), "1700000001600000");
 }
 
@@ -315,16 +410,18 @@ TEST(LocalCheck, LeakyBucketBurstThenOnePerInterval) {
 TEST(LocalCheck, LeakyBucketFractionalInterval) {
     LocalStore store;
     const Limit l = lb("lb", 3, 1000, 2);
-    run_steps(store, l, {
-        {0, 1, 1, 2, 333334, 0},
-        {0, 1, 1, 1, 666667, 0},
-    });
+    run_steps(store, l,
+              {
+                  {0, 1, 1, 2, 333334, 0},
+                  {0, 1, 1, 1, 666667, 0},
+              });
     EXPECT_EQ(store.redis_value(l), "1700000000666666.666666666");
-    run_steps(store, l, {
-        {0, 1, 1, 0, 1000000, 0},
-        {0, 1, 0, 0, 1000000, 333334},
-        {333334, 1, 1, 0, 1000000, 0},
-    });
+    run_steps(store, l,
+              {
+                  {0, 1, 1, 0, 1000000, 0},
+                  {0, 1, 0, 0, 1000000, 333334},
+                  {333334, 1, 1, 0, 1000000, 0},
+              });
 }
 
 TEST(LocalCheck, CostAboveCapacityOnAnIdleKey) {
@@ -350,15 +447,15 @@ TEST(LocalCheck, BadArguments) {
     EXPECT_EQ(rrl_local_check(RRL_ALGORITHM_COUNT, 5, 1000, 0, 1, kT, &state,
                               &next, &r),
               RRL_ERROR);
-    EXPECT_EQ(rrl_local_check(RRL_FIXED_WINDOW, 0, 1000, 0, 1, kT, &state,
-                              &next, &r),
-              RRL_ERROR);
-    EXPECT_EQ(rrl_local_check(RRL_LEAKY_BUCKET, 5, 0, 0, 1, kT, &state,
-                              &next, &r),
-              RRL_ERROR);
-    EXPECT_EQ(rrl_local_check(RRL_LEAKY_BUCKET, 5, 1000, 0, 1, kT, &state,
-                              &next, &r),
-              RRL_OK);
+    EXPECT_EQ(
+        rrl_local_check(RRL_FIXED_WINDOW, 0, 1000, 0, 1, kT, &state, &next, &r),
+        RRL_ERROR);
+    EXPECT_EQ(
+        rrl_local_check(RRL_LEAKY_BUCKET, 5, 0, 0, 1, kT, &state, &next, &r),
+        RRL_ERROR);
+    EXPECT_EQ(
+        rrl_local_check(RRL_LEAKY_BUCKET, 5, 1000, 0, 1, kT, &state, &next, &r),
+        RRL_OK);
 }
 
 // ==========================================================================
@@ -367,19 +464,19 @@ TEST(LocalCheck, BadArguments) {
 
 // A deterministic pseudo-random sequence (64-bit LCG).
 class Sequence {
-public:
+   public:
     explicit Sequence(std::uint64_t seed) : x_(seed) {}
     std::uint64_t next(std::uint64_t n) {
         x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
         return (x_ >> 33) % n;
     }
 
-private:
+   private:
     std::uint64_t x_;
 };
 
 class LocalVersusScriptTest : public ScriptFixture {
-protected:
+   protected:
     // Requests at irregular times (bursts at one instant, gaps of a
     // fraction of an interval, of several periods) with costs 1 to
     // capacity + 1; the local replies and states must be the script's.
@@ -417,10 +514,9 @@ protected:
             }
             std::vector<Limit> request = limits;
             for (Limit& l : request) {
-                const int a = rrl_algorithm_parse(l.algorithm.data(),
-                                                  l.algorithm.size());
-                const auto cap =
-                    static_cast<std::uint64_t>(capacity_of(a, l));
+                const int a =
+                    rrl_algorithm_parse(l.algorithm.data(), l.algorithm.size());
+                const auto cap = static_cast<std::uint64_t>(capacity_of(a, l));
                 l.cost = 1;
                 if (seq.next(6) == 0) {
                     l.cost += static_cast<std::int64_t>(seq.next(cap + 1));
@@ -428,11 +524,11 @@ protected:
             }
             SCOPED_TRACE("step " + str(i) + " at +" + str(now - start));
 
-            Result script = run(now, request);
+            // the keys' TTLs run on the real clock, not the injected one
+            // (local states do not expire either): made persistent within
+            // the script call, before any can expire
+            Result script = run(now, request, true);
             ASSERT_FALSE(script.error) << script.error_text;
-            // the keys' TTLs run on the real clock, not the injected one;
-            // local states do not expire either
-            for (const Limit& l : request) redis_->command({"PERSIST", l.key});
             ASSERT_EQ(script.limits.size(), request.size());
             LocalStore::Decision local = store.check(now, request);
             ASSERT_EQ(local.rc, RRL_OK);

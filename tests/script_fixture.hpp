@@ -49,7 +49,9 @@ struct Result {
     rrl_decision_t decision{};
 };
 
-inline std::string str(std::int64_t v) { return std::to_string(v); }
+inline std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
 
 // A limit as the module builds it: the algorithm's name and the effective
 // burst from rrl_burst() (burst = RRL_BURST_UNSET: "burst=" not given).
@@ -59,9 +61,12 @@ inline Limit make_limit(int algorithm, const std::string& key,
                         std::int64_t cost = 1) {
     const char* name = rrl_algorithm_name(algorithm);
     EXPECT_NE(name, nullptr) << algorithm;
-    return {key, name == nullptr ? "" : name, limit, period_ms,
-            static_cast<std::int64_t>(rrl_burst(
-                algorithm, static_cast<std::uint64_t>(limit), burst)),
+    return {key,
+            name == nullptr ? "" : name,
+            limit,
+            period_ms,
+            static_cast<std::int64_t>(
+                rrl_burst(algorithm, static_cast<std::uint64_t>(limit), burst)),
             cost};
 }
 
@@ -108,14 +113,25 @@ inline Limit with_cost(Limit l, std::int64_t cost) {
 }
 
 class ScriptFixture : public ::testing::Test {
-protected:
+   protected:
     static void SetUpTestSuite() {
         server_ = new RedisServer();
         if (!server_->ok()) return;
         RedisClient client(server_->socket_path());
         size_t len = 0;
         const char* script = rrl_script(&len);
-        loaded_sha_ = client.status_or_string({"SCRIPT", "LOAD", {script, len}});
+        loaded_sha_ =
+            client.status_or_string({"SCRIPT", "LOAD", {script, len}});
+        // the same script, then PERSIST of its keys, in one script: Redis
+        // expires no key while a script runs, and the TTLs the script sets
+        // (from injected time) may be 1 ms of the real clock
+        const std::string persisting =
+            "local function rrl()\n" + std::string(script, len) +
+            "\nend\nlocal reply = rrl()\n"
+            "for _, k in ipairs(KEYS) do redis.call('PERSIST', k) end\n"
+            "return reply\n";
+        persisting_sha_ =
+            client.status_or_string({"SCRIPT", "LOAD", persisting});
     }
 
     static void TearDownTestSuite() {
@@ -134,25 +150,35 @@ protected:
     // EVALSHA with raw arguments (for the bad-argument tests).
     Reply evalsha(const std::vector<std::string>& keys,
                   const std::vector<std::string>& argv) {
+        return evalsha_of(rrl_script_sha1(), keys, argv);
+    }
+
+    Reply evalsha_of(const std::string& sha,
+                     const std::vector<std::string>& keys,
+                     const std::vector<std::string>& argv) {
         std::vector<std::string> args = {
-            "EVALSHA", rrl_script_sha1(),
-            str(static_cast<std::int64_t>(keys.size()))};
+            "EVALSHA", sha, str(static_cast<std::int64_t>(keys.size()))};
         args.insert(args.end(), keys.begin(), keys.end());
         args.insert(args.end(), argv.begin(), argv.end());
         return redis_->command(args);
     }
 
     // Runs the script for the given limits at time now_us ("" = Redis TIME
-    // when now_us < 0), checks the raw reply shape and decodes it.
-    Result run(std::int64_t now_us, const std::vector<Limit>& limits) {
+    // when now_us < 0), checks the raw reply shape and decodes it. With
+    // persist, the keys are made persistent in the same script call: for
+    // tests whose injected time runs apart from the real clock.
+    Result run(std::int64_t now_us, const std::vector<Limit>& limits,
+               bool persist = false) {
         std::vector<std::string> keys, argv;
         argv.push_back(now_us < 0 ? "" : str(now_us));
         for (const Limit& l : limits) {
             keys.push_back(l.key);
-            argv.insert(argv.end(), {l.algorithm, str(l.limit), str(l.period_ms),
-                                     str(l.burst), str(l.cost)});
+            argv.insert(argv.end(),
+                        {l.algorithm, str(l.limit), str(l.period_ms),
+                         str(l.burst), str(l.cost)});
         }
-        Reply r = evalsha(keys, argv);
+        Reply r = persist ? evalsha_of(persisting_sha_, keys, argv)
+                          : evalsha(keys, argv);
         Result res;
         if (r->type == REDIS_REPLY_ERROR) {
             res.error = true;
@@ -162,7 +188,8 @@ protected:
         EXPECT_EQ(r->type, REDIS_REPLY_ARRAY);
         if (r->type != REDIS_REPLY_ARRAY) return res;
         for (size_t i = 0; i < r->elements; i++) {
-            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER) << "element " << i;
+            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER)
+                << "element " << i;
             res.raw.push_back(r->element[i]->integer);
         }
         EXPECT_EQ(res.raw.size(),
@@ -179,9 +206,9 @@ protected:
             res.limits.push_back({v[0], v[1], v[2], v[3]});
         }
         std::vector<rrl_limit_result_t> decoded(limits.size());
-        res.decode_rc = rrl_reply_decode(res.raw.data(), res.raw.size(),
-                                         limits.size(), decoded.data(),
-                                         &res.decision);
+        res.decode_rc =
+            rrl_reply_decode(res.raw.data(), res.raw.size(), limits.size(),
+                             decoded.data(), &res.decision);
         return res;
     }
 
@@ -195,8 +222,9 @@ protected:
                                          now_us < 0 ? "" : str(now_us)};
         for (const Limit& l : limits) {
             keys.push_back(l.key);
-            argv.insert(argv.end(), {l.algorithm, str(l.limit), str(l.period_ms),
-                                     str(l.burst), str(l.cost)});
+            argv.insert(argv.end(),
+                        {l.algorithm, str(l.limit), str(l.period_ms),
+                         str(l.burst), str(l.cost)});
         }
         return evalsha(keys, argv);
     }
@@ -207,7 +235,8 @@ protected:
                       const std::vector<Limit>& limits) {
         Reply r = release_raw(reserved_at_us, now_us, limits);
         EXPECT_EQ(r->type, REDIS_REPLY_INTEGER)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "");
+            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
+                                             : "");
         return r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     }
 
@@ -235,8 +264,10 @@ protected:
         EXPECT_EQ(r.now_us, now);
         EXPECT_EQ(r.limits[0].passed, passed) << "at t=" << now - kT;
         EXPECT_EQ(r.limits[0].remaining, remaining) << "at t=" << now - kT;
-        EXPECT_EQ(r.limits[0].reset_after_us, reset_after_us) << "at t=" << now - kT;
-        EXPECT_EQ(r.limits[0].retry_after_us, retry_after_us) << "at t=" << now - kT;
+        EXPECT_EQ(r.limits[0].reset_after_us, reset_after_us)
+            << "at t=" << now - kT;
+        EXPECT_EQ(r.limits[0].retry_after_us, retry_after_us)
+            << "at t=" << now - kT;
         EXPECT_EQ(r.decode_rc, RRL_OK) << "at t=" << now - kT;
     }
 
@@ -278,6 +309,7 @@ protected:
 
     static inline RedisServer* server_ = nullptr;
     static inline std::string loaded_sha_;
+    static inline std::string persisting_sha_;
     std::unique_ptr<RedisClient> redis_;
 };
 
