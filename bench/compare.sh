@@ -1,0 +1,602 @@
+#!/bin/bash
+# Side by side, in one run: bare nginx (the ceiling), nginx's own limit_req
+# (local, no Redis), the OpenResty peer (Debian's libnginx-mod-http-lua +
+# lua-nginx-redis: access_by_lua, a pooled connection and one EVALSHA of
+# this module's own script per request; bench/peer/rrl_peer.lua) and this
+# module (same algorithm, same keys, same Redis). Prints figures; asserts
+# nothing; never run by CI.
+#
+#   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
+#                    [--scenario a|b|c|d|all (all)] [--module SO]
+#
+# Each nginx has one worker and serves the same 6-byte static file on
+# loopback; wrk -t1 -c64 --latency runs against each in turn, round after
+# round (the order rotates each round), after a 1 s warm-up of each. Per
+# target: median requests/s over the rounds and their spread ((max - min)
+# / median: how noisy the machine was), median p50 and p99 latency, the
+# share of rejected (non-2xx) responses, the nginx worker's CPU per 1,000
+# requests (utime + stime), Redis commands per request (INFO commandstats
+# before/after each run: EVALSHA, and all commands, those the script runs
+# included, INFO excluded), Redis CPU per 1,000 requests (used_cpu_user +
+# used_cpu_sys) and the worker's RSS before and after the scenario; then
+# the ratios module/bare, module/peer, peer/bare and limit_req/bare.
+#
+# Scenarios (10,000 keys: ?k=0..9999 in turn, pre-formatted in wrk's Lua):
+#   a  all requests pass: 1000r/s per key, fixed_window and sliding_window
+#      (one run of six targets; bare and limit_req are shared by both tables)
+#   b  three limits per request, sliding_window: per key 1000r/s, per key
+#      60000r/m, one global 1000000000r/h (limit_req: 1000r/s, 1000r/s and
+#      277778r/s, each with a burst of one second, nodelay)
+#   c  one hot key (a bot) from all 64 connections, 10r/s: nearly all 429
+#   d  Redis 1 ms away: redis-server in a network namespace behind a veth
+#      pair, with `tc qdisc ... netem delay 0.5ms` on both ends (0.5 ms each
+#      way: a round trip of ~1 ms). Kernels built without netem (such as
+#      this project's VM) get the documented equivalent instead: a small
+#      delay proxy in the namespace (bench/delay-proxy.c, built with cc)
+#      that holds every byte 0.5 ms each way without serializing anything.
+#      The round trip is checked with `redis-cli --latency` and printed
+#      (idle, on this VM: 0.25 ms to the local Redis, 1.4-1.6 ms through
+#      the proxy, whose own hop adds the rest; its CPU is printed too).
+#      Targets: bare, the module with the local Redis (as in a,
+#      sliding_window), the peer and the module with the far Redis.
+# Defaults take about 4 minutes (18 targets x (3 x 4 s + 1 s), plus setup).
+#
+# Fairness: access_log off everywhere; rejections are logged at info by
+# limit_req and by the module, below the error_log level (notice), so no
+# line is written; the peer sends the module's headers (X-RateLimit-*,
+# Retry-After), passes on a Redis failure after 100 ms as the module does,
+# and keeps up to 64 idle connections in its pool (one per wrk connection).
+# Requests name the file (/a-fw/index.html?k=N), so no index redirect runs
+# access_by_lua twice. No process is pinned to a CPU: on 2 cores wrk, the
+# worker and Redis share them, as a peer's would. Run it on a quiet
+# machine: a spread of more than ~10% says it was not.
+#
+# Installs what is missing with apt-get (libnginx-mod-http-lua,
+# libnginx-mod-http-ndk, lua-nginx-redis, which pulls in nginx-extras and
+# its module .conf files in /etc/nginx/modules-enabled: our instances use
+# their own nginx.conf, and the system's `nginx -t` is checked after an
+# install). Needs root for the network namespace (scenario d).
+
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+rounds=3
+seconds=4
+scenarios=all
+module=$here/build/ngx_http_redis_ratelimit_module.so
+
+usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
+bad_usage() { sed -n '/^#   bench\/compare.sh/,/^#$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --rounds) rounds=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --scenario) scenarios=$2; shift 2 ;;
+        --module) module=$2; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) bad_usage ;;
+    esac
+done
+
+case $scenarios in
+    all) scenarios="a b c d" ;;
+    a|b|c|d) ;;
+    *) bad_usage ;;
+esac
+case "$rounds$seconds" in
+    *[!0-9]*) bad_usage ;;
+esac
+if [ "$rounds" -lt 1 ] || [ "$seconds" -lt 1 ]; then bad_usage; fi
+
+module=$(realpath "$module")
+[ -f "$module" ] || { echo "no module at $module: scripts/build.sh build" >&2; exit 1; }
+
+nkeys=10000
+delay_us=500    # each way: a round trip of 1 ms
+
+# ---------------------------------------------------------------- install
+
+install_missing() {
+    local missing=()
+    [ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] \
+        || missing+=(libnginx-mod-http-lua)
+    [ -f /usr/lib/nginx/modules/ndk_http_module.so ] \
+        || missing+=(libnginx-mod-http-ndk)
+    [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
+    command -v tc > /dev/null && command -v ip > /dev/null \
+        || missing+=(iproute2)
+    command -v wrk > /dev/null || missing+=(wrk)
+    command -v nginx > /dev/null || missing+=(nginx)
+    command -v redis-server > /dev/null || missing+=(redis-server)
+    command -v redis-cli > /dev/null || missing+=(redis-tools)
+    command -v curl > /dev/null || missing+=(curl)
+    command -v cc > /dev/null || missing+=(gcc libc6-dev)
+    [ ${#missing[@]} -eq 0 ] && return
+
+    echo "installing: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get install -y -qq "${missing[@]}" > /dev/null \
+        || { "${sudo[@]}" apt-get update -qq \
+             && "${sudo[@]}" apt-get install -y -qq "${missing[@]}" > /dev/null; }
+    # the Lua packages add load_module lines to the system's configuration
+    if "${sudo[@]}" nginx -t -q 2> /dev/null; then
+        echo "system nginx -t: still passes"
+    else
+        echo "WARNING: the system nginx -t fails after the install:" >&2
+        "${sudo[@]}" nginx -t >&2 || true
+    fi
+}
+
+install_missing
+
+# ---------------------------------------------------------------- setup
+
+dir=$(mktemp -d /tmp/rrl-compare.XXXXXX)
+chmod 755 "$dir"
+base=$((20000 + RANDOM % 9000))
+redis_port=$base
+declare -A http_port=(
+    [bare]=$((base + 1)) [limit_req]=$((base + 2)) [peer]=$((base + 3))
+    [module]=$((base + 4)) [peer_far]=$((base + 5)) [module_far]=$((base + 6))
+)
+far_port=$((base + 7))
+ns=rrlb$$
+veth_host=rrlb$$h
+veth_ns=rrlb$$n
+net=10.213.$((RANDOM % 250))
+host_ip=$net.1
+far_ip=$net.2
+proxy_pid=
+started=$(date +%s)
+
+cleanup() {
+    trap - EXIT INT TERM
+    local p
+    for p in "$dir"/*/nginx.pid; do
+        if [ -f "$p" ]; then kill "$(cat "$p")" 2> /dev/null || true; fi
+    done
+    redis-cli -p "$redis_port" shutdown nosave > /dev/null 2>&1 || true
+    if [ -f "$dir/far-redis.pid" ]; then
+        kill "$(cat "$dir/far-redis.pid")" 2> /dev/null || true
+    fi
+    if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2> /dev/null || true; fi
+    sleep 0.5
+    ip link del "$veth_host" 2> /dev/null || true
+    ip netns del "$ns" 2> /dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+
+mkdir -p "$dir/html" "$dir/peer" "$dir/results"
+printf 'hello\n' > "$dir/html/index.html"
+cp "$here/bench/peer/rrl_peer.lua" "$dir/peer/"
+
+# the module's script, exactly as tools/embed-lua.sh embeds it
+for f in "$here"/lua/*.lua; do
+    [ "$(basename "$f")" = ratelimit.lua ] || cat "$f"
+done > "$dir/script.lua"
+cat "$here/lua/ratelimit.lua" >> "$dir/script.lua"
+sha=$(sha1sum "$dir/script.lua" | cut -d' ' -f1)
+
+# wrk: ?k= cycles through N keys, or is always one name
+cat > "$dir/keys.lua" <<'LUA'
+local requests, n, count = {}, 0, 1
+function init(args)
+  local a = args[1] or "10000"
+  if tonumber(a) then
+    count = tonumber(a)
+    for i = 1, count do
+      requests[i] = wrk.format(nil, wrk.path .. "?k=" .. (i - 1))
+    end
+  else
+    requests[1] = wrk.format(nil, wrk.path .. "?k=" .. a)
+  end
+end
+function request()
+  n = n % count + 1
+  return requests[n]
+end
+LUA
+chmod -R a+rX "$dir"
+
+start_redis() { # ARGS...: redis-server (or a prefix) with its address
+    "$@" --save '' --appendonly no --daemonize yes
+}
+
+start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
+    --logfile "$dir/redis.log"
+
+# ---------------------------------------------------------------- nginx
+
+# locations shared by every instance: /a-fw/ /a-sw/ /b/ /c/
+locations() { # KIND
+    local kind=$1 loc body
+    for loc in a-fw a-sw b c; do
+        case $kind:$loc in
+            bare:*) body= ;;
+            limit_req:a-*) body="limit_req zone=lr_key burst=1000 nodelay;" ;;
+            limit_req:b) body="limit_req zone=lr_key burst=1000 nodelay;
+            limit_req zone=lr_key_m burst=1000 nodelay;
+            limit_req zone=lr_global burst=277778 nodelay;" ;;
+            limit_req:c) body="limit_req zone=lr_bot;" ;;
+            peer:a-fw) body="access_by_lua_block { rrl_peer.check(rrl_a_fw, ngx.var.arg_k) }" ;;
+            peer:a-sw) body="access_by_lua_block { rrl_peer.check(rrl_a_sw, ngx.var.arg_k) }" ;;
+            peer:b) body="access_by_lua_block { rrl_peer.check(rrl_b, ngx.var.arg_k) }" ;;
+            peer:c) body="access_by_lua_block { rrl_peer.check(rrl_c, ngx.var.arg_k) }" ;;
+            module:a-fw) body="redis_ratelimit zone=a_fw;" ;;
+            module:a-sw) body="redis_ratelimit zone=a_sw;" ;;
+            module:b) body="redis_ratelimit zone=b_key_s;
+            redis_ratelimit zone=b_key_m;
+            redis_ratelimit zone=b_global;" ;;
+            module:c) body="redis_ratelimit zone=c_bot;" ;;
+        esac
+        cat <<CONF
+        location /$loc/ {
+            alias $dir/html/;
+            $body
+        }
+CONF
+    done
+}
+
+# the limiter's http-level lines
+limiter() { # KIND REDIS_HOST REDIS_PORT
+    case $1 in
+        bare) ;;
+        limit_req) cat <<'CONF'
+    limit_req_zone $arg_k zone=lr_key:10m rate=1000r/s;
+    limit_req_zone $arg_k zone=lr_key_m:10m rate=60000r/m;
+    limit_req_zone global zone=lr_global:1m rate=277778r/s;
+    limit_req_zone $arg_k zone=lr_bot:1m rate=10r/s;
+    limit_req_status 429;
+    limit_req_log_level info;
+CONF
+            ;;
+        peer) cat <<CONF
+    lua_package_path "$dir/peer/?.lua;;";
+    init_by_lua_block {
+        rrl_peer = require "rrl_peer"
+        rrl_peer.configure { host = "$2", port = $3, sha = "$sha" }
+        rrl_a_fw = rrl_peer.limits {
+            { zone = "a_fw", algorithm = "fixed_window", limit = 1000, period_ms = 1000 } }
+        rrl_a_sw = rrl_peer.limits {
+            { zone = "a_sw", algorithm = "sliding_window", limit = 1000, period_ms = 1000 } }
+        rrl_b = rrl_peer.limits {
+            { zone = "b_key_s", algorithm = "sliding_window", limit = 1000, period_ms = 1000 },
+            { zone = "b_key_m", algorithm = "sliding_window", limit = 60000, period_ms = 60000 },
+            { zone = "b_global", key = "global", algorithm = "sliding_window",
+              limit = 1000000000, period_ms = 3600000 } }
+        rrl_c = rrl_peer.limits {
+            { zone = "c_bot", algorithm = "sliding_window", limit = 10, period_ms = 1000 } }
+    }
+CONF
+            ;;
+        module) cat <<CONF
+    redis_ratelimit_server $2:$3;
+    redis_ratelimit_zone \$arg_k zone=a_fw rate=1000r/s algorithm=fixed_window;
+    redis_ratelimit_zone \$arg_k zone=a_sw rate=1000r/s algorithm=sliding_window;
+    redis_ratelimit_zone \$arg_k zone=b_key_s rate=1000r/s;
+    redis_ratelimit_zone \$arg_k zone=b_key_m rate=60000r/m;
+    redis_ratelimit_zone global zone=b_global rate=1000000000r/h;
+    redis_ratelimit_zone \$arg_k zone=c_bot rate=10r/s;
+    redis_ratelimit_log_level info;
+CONF
+            ;;
+    esac
+}
+
+start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT]
+    local name=$1 kind=$2 inst=$dir/$1 modules=
+    mkdir -p "$inst"
+    case $kind in
+        peer) modules="load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;" ;;
+        module) modules="load_module $module;" ;;
+    esac
+    cat > "$inst/nginx.conf" <<CONF
+$modules
+worker_processes 1;
+error_log $inst/error.log notice;
+pid $inst/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+$(limiter "$kind" "${3:-}" "${4:-}")
+    server {
+        listen 127.0.0.1:${http_port[$name]};
+$(locations "$kind")
+    }
+}
+CONF
+    nginx -p "$inst/" -c "$inst/nginx.conf" -e "$inst/error.log"
+}
+
+worker_pid() { pgrep -P "$(cat "$dir/$1/nginx.pid")" | head -1; }
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$(worker_pid "$1")/status"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }   # utime + stime
+hz=$(getconf CLK_TCK)
+
+headers() { # NAME PATH
+    curl -s -o /dev/null -D - "http://127.0.0.1:${http_port[$1]}$2" | tr -d '\r'
+}
+
+sleep 0.3
+redis-cli -p "$redis_port" ping > /dev/null
+for name in bare limit_req module; do
+    start_nginx "$name" "$name" 127.0.0.1 "$redis_port"
+done
+sleep 0.5
+
+# the module loads its own script: the same SHA-1 proves the peer runs the
+# same code
+headers module "/a-sw/index.html?k=probe" > /dev/null
+if [ "$(redis-cli -p "$redis_port" script exists "$sha")" = 1 ]; then
+    same_script="yes: the module loaded the script with SHA-1 $sha"
+else
+    same_script="NO: the module did not load $sha (lua/ differs from the build?)"
+fi
+redis-cli -p "$redis_port" script load "$(cat "$dir/script.lua")" > /dev/null
+start_nginx peer peer 127.0.0.1 "$redis_port"
+sleep 0.5
+
+for name in peer module; do
+    if ! headers "$name" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining'; then
+        echo "$name: no X-RateLimit-Remaining: is it asking Redis?" >&2
+        cat "$dir/$name/error.log" >&2
+        exit 1
+    fi
+done
+
+# ---------------------------------------------------------------- Redis 1 ms away
+
+far_method=
+far_rtt=
+setup_far() {
+    ip netns add "$ns" || return 1
+    ip link add "$veth_host" type veth peer name "$veth_ns" || return 1
+    ip link set "$veth_ns" netns "$ns"
+    ip addr add "$host_ip/30" dev "$veth_host"
+    ip link set "$veth_host" up
+    ip netns exec "$ns" ip addr add "$far_ip/30" dev "$veth_ns"
+    ip netns exec "$ns" ip link set "$veth_ns" up
+    ip netns exec "$ns" ip link set lo up
+
+    if tc qdisc add dev "$veth_host" root netem delay 0.5ms 2> /dev/null \
+        && ip netns exec "$ns" tc qdisc add dev "$veth_ns" root netem delay 0.5ms
+    then
+        far_method="tc netem delay 0.5ms on both ends of a veth pair"
+        start_redis ip netns exec "$ns" redis-server --port "$far_port" \
+            --bind "$far_ip" --logfile "$dir/far-redis.log" \
+            --pidfile "$dir/far-redis.pid"
+    else
+        tc qdisc del dev "$veth_host" root 2> /dev/null || true
+        cc -O2 -o "$dir/delay-proxy" "$here/bench/delay-proxy.c" || return 1
+        far_method="no netem in this kernel: bench/delay-proxy.c in the namespace, 0.5 ms each way, in front of Redis behind a veth pair"
+        start_redis ip netns exec "$ns" redis-server --port "$far_port" \
+            --bind 127.0.0.1 --logfile "$dir/far-redis.log" \
+            --pidfile "$dir/far-redis.pid"
+        ip netns exec "$ns" "$dir/delay-proxy" "$far_ip" "$far_port" \
+            127.0.0.1 "$far_port" "$delay_us" 2> "$dir/delay-proxy.log" &
+        proxy_pid=$!
+    fi
+    sleep 0.5
+    redis-cli -h "$far_ip" -p "$far_port" ping > /dev/null || return 1
+    # min max avg samples (ms)
+    far_rtt=$(timeout -s INT 2 redis-cli -h "$far_ip" -p "$far_port" \
+        --latency --raw 2> /dev/null || true)
+    redis-cli -h "$far_ip" -p "$far_port" script load "$(cat "$dir/script.lua")" > /dev/null
+    start_nginx peer_far peer "$far_ip" "$far_port"
+    start_nginx module_far module "$far_ip" "$far_port"
+    sleep 0.5
+    for name in peer_far module_far; do
+        headers "$name" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
+    done
+}
+
+local_rtt=$(timeout -s INT 2 redis-cli -p "$redis_port" --latency --raw 2> /dev/null || true)
+
+# ---------------------------------------------------------------- measuring
+
+# a target: an instance, a location, wrk's key argument, the Redis it uses
+declare -A t_inst t_path t_keys t_redis t_label rss_before rss_after
+
+target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL
+    t_inst[$1]=$2 t_path[$1]=$3 t_keys[$1]=$4 t_redis[$1]=$5 t_label[$1]=$6
+}
+
+redis_stats() { # HOST:PORT -> "evalsha commands cpu_seconds"
+    redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats cpu | tr -d '\r' | awk -F'[:=,]' '
+        /^cmdstat_/ { if ($1 != "cmdstat_info") all += $3
+                      if ($1 == "cmdstat_evalsha") evalsha = $3 }
+        /^used_cpu_(sys|user):/ { cpu += $2 }
+        END { printf "%d %d %.6f\n", evalsha, all, cpu }'
+}
+
+wrk_run() { # ID SECONDS -> wrk's output
+    wrk -t1 -c64 -d"$2s" --latency -s "$dir/keys.lua" \
+        "http://127.0.0.1:${http_port[${t_inst[$1]}]}${t_path[$1]}" -- "${t_keys[$1]}"
+}
+
+measure() { # ID: one run, appended to results/ID
+    local id=$1 before=(0 0 0) after=(0 0 0) out worker t0 t1
+    worker=$(worker_pid "${t_inst[$id]}")
+    [ "${t_redis[$id]}" = - ] || read -r -a before <<< "$(redis_stats "${t_redis[$id]}")"
+    t0=$(cpu_ticks "$worker")
+    out=$(wrk_run "$id" "$seconds")
+    t1=$(cpu_ticks "$worker")
+    [ "${t_redis[$id]}" = - ] || read -r -a after <<< "$(redis_stats "${t_redis[$id]}")"
+    echo "$out" >> "$dir/results/$id.wrk"
+    echo "$out" | awk -v e="$((after[0] - before[0]))" -v c="$((after[1] - before[1]))" \
+                      -v cpu0="${before[2]}" -v cpu1="${after[2]}" \
+                      -v worker="$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN { print t / hz }')" '
+        function ms(v) {
+            if (v ~ /us$/) return v / 1000
+            if (v ~ /ms$/) return v + 0
+            if (v ~ /m$/) return v * 60000
+            return v * 1000
+        }
+        /^ +50%/ { p50 = ms($2) }
+        /^ +99%/ { p99 = ms($2) }
+        / requests in / { req = $1 }
+        /^Requests\/sec/ { rps = $2 }
+        /Non-2xx/ { non2xx = $NF }
+        /Socket errors/ { errors = $0 }
+        END { printf "%s %s %s %d %d %d %d %.6f %.2f\n", rps, p50, p99, req, non2xx, e, c,
+                     cpu1 - cpu0, worker
+              if (errors != "") print errors > "/dev/stderr" }' \
+        >> "$dir/results/$id" 2>> "$dir/results/$id.errors"
+}
+
+run() { # ID...: warm-up, then rounds, rotating the order
+    local ids=("$@") n=$# r i id
+    for id in "${ids[@]}"; do
+        rss_before[$id]=$(rss_kb "${t_inst[$id]}")
+        wrk_run "$id" 1 > /dev/null
+    done
+    for r in $(seq 0 $((rounds - 1))); do
+        for i in $(seq 0 $((n - 1))); do
+            measure "${ids[$(((r + i) % n))]}"
+        done
+    done
+    for id in "${ids[@]}"; do
+        rss_after[$id]=$(rss_kb "${t_inst[$id]}")
+    done
+}
+
+# ID -> "rps spread% p50 p99 rejected% worker_cpu_ms/1k evalsha/req cmds/req
+#        redis_cpu_ms/1k": medians over the rounds; the spread is
+#        (max - min) / median of req/s; the rest over all the requests
+summary() {
+    awk -v redis="${t_redis[$1]}" '
+        function median(a, n,   i, j, t) {
+            for (i = 2; i <= n; i++)
+                for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        { n++; rps[n] = $1; p50[n] = $2; p99[n] = $3
+          req += $4; non2xx += $5; evalsha += $6; cmds += $7; cpu += $8; worker += $9 }
+        END {
+            m = median(rps, n)
+            printf "%.0f %.0f %.2f %.2f %.1f %.1f", m, m ? 100 * (rps[n] - rps[1]) / m : 0,
+                   median(p50, n), median(p99, n), req ? 100 * non2xx / req : 0,
+                   worker * 1e6 / req
+            if (redis == "-") printf " - - -\n"
+            else printf " %.3f %.2f %.3f\n", evalsha / req, cmds / req, cpu * 1e6 / req
+        }' "$dir/results/$1"
+}
+
+rps_of() { summary "$1" | cut -d' ' -f1; }
+ratio() { awk -v a="$(rps_of "$1")" -v b="$(rps_of "$2")" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+
+table() { # TITLE ID...
+    local title=$1 id s
+    shift
+    echo
+    echo "$title"
+    echo "  wrk -t1 -c64, $nkeys keys unless one hot key; $rounds round(s) x ${seconds} s, medians"
+    printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s\n' \
+        "" "req/s" "spread" "p50" "p99" "rej" "nginx CPU" "EVALSHA" "Redis" "Redis CPU" "worker RSS kB" \
+        "" "" "%" "ms" "ms" "%" "ms/1k req" "/req" "cmds/req" "ms/1k req" "before -> after"
+    for id in "$@"; do
+        read -r -a s <<< "$(summary "$id")"
+        printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s -> %s\n' "${t_label[$id]}" \
+            "${s[@]}" "${rss_before[$id]}" "${rss_after[$id]}"
+    done
+}
+
+ratios() { # BARE LIMIT_REQ PEER MODULE
+    echo "  ratios (req/s): module/bare $(ratio "$4" "$1")  module/peer $(ratio "$4" "$3")  peer/bare $(ratio "$3" "$1")  limit_req/bare $(ratio "$2" "$1")"
+}
+
+estimate=0
+for s in $scenarios; do
+    case $s in a) estimate=$((estimate + 6)) ;; *) estimate=$((estimate + 4)) ;; esac
+done
+echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
+     "about $((estimate * (rounds * seconds + 1) + 15)) s"
+
+for s in $scenarios; do
+    case $s in
+    a)
+        target a.bare bare /a-fw/index.html $nkeys - "bare nginx"
+        target a.limit_req limit_req /a-fw/index.html $nkeys - "nginx limit_req"
+        target a.peer_fw peer /a-fw/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
+        target a.module_fw module /a-fw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
+        target a.peer_sw peer /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
+        target a.module_sw module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
+        run a.bare a.limit_req a.peer_fw a.module_fw a.peer_sw a.module_sw
+        table "(a) all requests pass, fixed_window, 1000r/s per key" \
+            a.bare a.limit_req a.peer_fw a.module_fw
+        ratios a.bare a.limit_req a.peer_fw a.module_fw
+        table "(a) all requests pass, sliding_window, 1000r/s per key (bare and limit_req: the same runs as above)" \
+            a.bare a.limit_req a.peer_sw a.module_sw
+        ratios a.bare a.limit_req a.peer_sw a.module_sw
+        ;;
+    b)
+        target b.bare bare /b/index.html $nkeys - "bare nginx"
+        target b.limit_req limit_req /b/index.html $nkeys - "nginx limit_req (3 zones)"
+        target b.peer peer /b/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
+        target b.module module /b/index.html $nkeys "127.0.0.1:$redis_port" "this module"
+        run b.bare b.limit_req b.peer b.module
+        table "(b) three limits per request: per key 1000r/s, per key 60000r/m, global 1000000000r/h (sliding_window)" \
+            b.bare b.limit_req b.peer b.module
+        ratios b.bare b.limit_req b.peer b.module
+        ;;
+    c)
+        target c.bare bare /c/index.html bot - "bare nginx"
+        target c.limit_req limit_req /c/index.html bot - "nginx limit_req"
+        target c.peer peer /c/index.html bot "127.0.0.1:$redis_port" "OpenResty peer"
+        target c.module module /c/index.html bot "127.0.0.1:$redis_port" "this module"
+        run c.bare c.limit_req c.peer c.module
+        table "(c) one hot key (a bot) from all connections, 10r/s (sliding_window): nearly all 429" \
+            c.bare c.limit_req c.peer c.module
+        ratios c.bare c.limit_req c.peer c.module
+        ;;
+    d)
+        if ! setup_far; then
+            echo
+            echo "(d) skipped: no network namespace here (needs root and iproute2)"
+            continue
+        fi
+        target d.bare bare /a-sw/index.html $nkeys - "bare nginx"
+        target d.module_local module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module, Redis local"
+        target d.peer_far peer_far /a-sw/index.html $nkeys "$far_ip:$far_port" "OpenResty peer, Redis 1 ms"
+        target d.module_far module_far /a-sw/index.html $nkeys "$far_ip:$far_port" "this module, Redis 1 ms"
+        run d.bare d.module_local d.peer_far d.module_far
+        table "(d) Redis 1 ms away, all requests pass, sliding_window, 1000r/s per key" \
+            d.bare d.module_local d.peer_far d.module_far
+        echo "  ratios (req/s): module 1 ms/module local $(ratio d.module_far d.module_local)  module 1 ms/bare $(ratio d.module_far d.bare)  module 1 ms/peer 1 ms $(ratio d.module_far d.peer_far)  peer 1 ms/bare $(ratio d.peer_far d.bare)"
+        echo "  Redis 1 ms away: $far_method"
+        echo "  redis-cli --latency to it, idle (min max avg samples, ms): ${far_rtt:-?}"
+        ;;
+    esac
+done
+
+# ---------------------------------------------------------------- notes
+
+echo
+echo "notes:"
+echo "  $(nproc) CPUs; $(nginx -v 2>&1 | sed 's/.*: //'); redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/');" \
+     "lua module $(dpkg-query -W -f='${Version}' libnginx-mod-http-lua 2> /dev/null)," \
+     "lua-nginx-redis $(dpkg-query -W -f='${Version}' lua-nginx-redis 2> /dev/null); wrk $(dpkg-query -W -f='${Version}' wrk 2> /dev/null)"
+echo "  module: $module"
+echo "  same script in the peer and the module: $same_script"
+echo "  redis-cli --latency to the local Redis, idle (min max avg samples, ms): ${local_rtt:-?}"
+echo "  rej %: non-2xx responses (429) of all responses; EVALSHA/req and Redis cmds/req:"
+echo "  INFO commandstats deltas (the commands the script runs included, INFO not) over"
+echo "  the requests wrk made; Redis CPU: used_cpu_user + used_cpu_sys delta"
+errors=$(cat "$dir"/results/*.errors 2> /dev/null | sort | uniq -c | sed 's/^ */    /' || true)
+[ -z "$errors" ] || { echo "  wrk socket errors:"; echo "$errors"; }
+for log in "$dir"/*/error.log; do
+    n=$(grep -c -E '\[(error|crit|alert|emerg)\]' "$log" || true)
+    [ "$n" -eq 0 ] || echo "  $(basename "$(dirname "$log")"): $n error lines, e.g. $(grep -m1 -E '\[(error|crit|alert|emerg)\]' "$log")"
+done
+if [ -n "$proxy_pid" ]; then
+    echo "  delay proxy CPU over the whole run: $(awk -v hz="$(getconf CLK_TCK)" \
+        '{ printf "%.2f s", ($14 + $15) / hz }' "/proc/$proxy_pid/stat")"
+fi
+echo "  total time: $(($(date +%s) - started)) s"
