@@ -150,6 +150,7 @@ net=10.213.$((RANDOM % 250))
 host_ip=$net.1
 far_ip=$net.2
 proxy_pid=
+steal=
 started=$(date +%s)
 
 cleanup() {
@@ -451,8 +452,13 @@ measure() { # ID: one run, appended to results/ID
         >> "$dir/results/$id" 2>> "$dir/results/$id.errors"
 }
 
+# "steal total" CPU ticks of the machine: steal is the time the hypervisor
+# gave to others, a cause of noise on a VM
+cpu_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+
 run() { # ID...: warm-up, then rounds, rotating the order
-    local ids=("$@") n=$# r i id
+    local ids=("$@") n=$# r i id s0
+    s0=$(cpu_steal)
     for id in "${ids[@]}"; do
         rss_before[$id]=$(rss_kb "${t_inst[$id]}")
         wrk_run "$id" 1 > /dev/null
@@ -465,6 +471,7 @@ run() { # ID...: warm-up, then rounds, rotating the order
     for id in "${ids[@]}"; do
         rss_after[$id]=$(rss_kb "${t_inst[$id]}")
     done
+    steal=$(echo "$s0 $(cpu_steal)" | awk '{ printf "%.1f", ($4 > $2 ? 100 * ($3 - $1) / ($4 - $2) : 0) }')
 }
 
 # ID -> "rps spread% p50 p99 rejected% worker_cpu_ms/1k evalsha/req cmds/req
@@ -497,7 +504,7 @@ table() { # TITLE ID...
     shift
     echo
     echo "$title"
-    echo "  wrk -t1 -c64, $nkeys keys unless one hot key; $rounds round(s) x ${seconds} s, medians"
+    echo "  wrk -t1 -c64, $nkeys keys unless one hot key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
     printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s\n' \
         "" "req/s" "spread" "p50" "p99" "rej" "nginx CPU" "EVALSHA" "Redis" "Redis CPU" "worker RSS kB" \
         "" "" "%" "ms" "ms" "%" "ms/1k req" "/req" "cmds/req" "ms/1k req" "before -> after"
