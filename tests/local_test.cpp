@@ -480,6 +480,8 @@ class LocalVersusScriptTest : public ScriptFixture {
     // Requests at irregular times (bursts at one instant, gaps of a
     // fraction of an interval, of several periods) with costs 1 to
     // capacity + 1; the local replies and states must be the script's.
+    void each_config(int algorithm, const std::string& key, std::uint64_t seed);
+
     void compare(const std::vector<Limit>& limits, std::int64_t start,
                  std::uint64_t seed, int steps) {
         LocalStore store;
@@ -568,48 +570,32 @@ const std::vector<Config> kConfigs = {
     {6, 1000, 1},      {100, 60000, 10}, {1, 3600 * 1000, kUnset},
 };
 
-TEST_F(LocalVersusScriptTest, FixedWindow) {
-    std::uint64_t seed = 1;
+// One algorithm's single limit over every configuration, each from its
+// own seed.
+void LocalVersusScriptTest::each_config(int algorithm, const std::string& key,
+                                        std::uint64_t seed) {
     for (const Config& c : kConfigs) {
         SCOPED_TRACE(str(c.limit) + "r/" + str(c.period_ms) + "ms");
         ASSERT_EQ(redis_->status_or_string({"FLUSHALL"}), "OK");
-        compare({make_limit(RRL_FIXED_WINDOW, "rrl:{c:1}:fw", c.limit,
-                            c.period_ms, c.burst)},
+        compare({make_limit(algorithm, key, c.limit, c.period_ms, c.burst)},
                 kT + 123457, seed++, 400);
     }
+}
+
+TEST_F(LocalVersusScriptTest, FixedWindow) {
+    each_config(RRL_FIXED_WINDOW, "rrl:{c:1}:fw", 1);
 }
 
 TEST_F(LocalVersusScriptTest, SlidingWindow) {
-    std::uint64_t seed = 100;
-    for (const Config& c : kConfigs) {
-        SCOPED_TRACE(str(c.limit) + "r/" + str(c.period_ms) + "ms");
-        ASSERT_EQ(redis_->status_or_string({"FLUSHALL"}), "OK");
-        compare({make_limit(RRL_SLIDING_WINDOW, "rrl:{c:1}:sw", c.limit,
-                            c.period_ms, c.burst)},
-                kT + 123457, seed++, 400);
-    }
+    each_config(RRL_SLIDING_WINDOW, "rrl:{c:1}:sw", 100);
 }
 
 TEST_F(LocalVersusScriptTest, TokenBucket) {
-    std::uint64_t seed = 200;
-    for (const Config& c : kConfigs) {
-        SCOPED_TRACE(str(c.limit) + "r/" + str(c.period_ms) + "ms");
-        ASSERT_EQ(redis_->status_or_string({"FLUSHALL"}), "OK");
-        compare({make_limit(RRL_TOKEN_BUCKET, "rrl:{c:1}:tb", c.limit,
-                            c.period_ms, c.burst)},
-                kT + 123457, seed++, 400);
-    }
+    each_config(RRL_TOKEN_BUCKET, "rrl:{c:1}:tb", 200);
 }
 
 TEST_F(LocalVersusScriptTest, LeakyBucket) {
-    std::uint64_t seed = 300;
-    for (const Config& c : kConfigs) {
-        SCOPED_TRACE(str(c.limit) + "r/" + str(c.period_ms) + "ms");
-        ASSERT_EQ(redis_->status_or_string({"FLUSHALL"}), "OK");
-        compare({make_limit(RRL_LEAKY_BUCKET, "rrl:{c:1}:lb", c.limit,
-                            c.period_ms, c.burst)},
-                kT + 123457, seed++, 400);
-    }
+    each_config(RRL_LEAKY_BUCKET, "rrl:{c:1}:lb", 300);
 }
 
 // Four limits in one request, all or nothing: a rejection by one writes
