@@ -23,6 +23,15 @@
 --   Never creates a key, never leaves a state more generous than if the
 --   reserved request had never come; release a reservation once only.
 --
+-- Batch: the checks of several requests in one call (the module sends the
+-- requests of one turn of its event loop together). Each is decided alone,
+-- in order, exactly as if it were its own check call at the same time.
+--   KEYS: every request's keys, request after request.
+--   ARGV[1]: "batch"; ARGV[2]: "" or the time in microseconds;
+--   then per request: its number of limits n, then its 5n arguments as
+--     the check's.
+--   Reply: each request's check reply, one after another.
+--
 -- Bad arguments change nothing: 'ERR redis_ratelimit: bad arguments' or
 -- 'ERR redis_ratelimit: unknown algorithm <name>'.
 local algorithms = {
@@ -34,7 +43,87 @@ local algorithms = {
 }
 
 local bad_arguments = 'ERR redis_ratelimit: bad arguments'
-local release = ARGV[1] == 'release'
+local form = ARGV[1]
+local release, batch = form == 'release', form == 'batch'
+
+-- the limits whose keys start at KEYS[k] and arguments at ARGV[a]; nil and
+-- an error reply when they are not the script's
+local function parse(k, a, n)
+  local limits = {}
+  for i = 1, n do
+    local l = {
+      key = KEYS[k + i - 1],
+      algorithm = algorithms[ARGV[a + 1]],
+      limit = tonumber(ARGV[a + 2]),
+      period = tonumber(ARGV[a + 3]),
+      burst = tonumber(ARGV[a + 4]),
+      cost = tonumber(ARGV[a + 5]),
+    }
+    if not l.algorithm then
+      return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
+        tostring(ARGV[a + 1]))
+    end
+    if not (l.limit and l.period and l.burst and l.cost) then
+      return nil, redis.error_reply(bad_arguments)
+    end
+    l.period = l.period * 1000
+    limits[i] = l
+    a = a + 5
+  end
+  return limits
+end
+
+local function time(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- a request's check: appends its reply to `reply`
+local function check(limits, now, reply)
+  local at = #reply + 1
+  local passed = 1
+  reply[at], reply[at + 1] = 0, now
+  for i = 1, #limits do
+    local ok, remaining, reset, retry = limits[i].algorithm.check(limits[i], now)
+    if ok == 0 then passed = 0 end
+    local e = at + 4 * i - 2
+    reply[e], reply[e + 1], reply[e + 2], reply[e + 3] = ok, remaining, reset, retry
+  end
+  if passed == 1 then
+    for i = 1, #limits do
+      limits[i].algorithm.commit(limits[i], now)
+    end
+  end
+  reply[at] = passed
+end
+
+if batch then
+  -- every request parsed before any is decided: a bad one changes nothing
+  local requests, k, a = {}, 1, 3
+  while a <= #ARGV do
+    local n = tonumber(ARGV[a])
+    if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > #KEYS
+      or a + 5 * n > #ARGV then
+      return redis.error_reply(bad_arguments)
+    end
+    local limits, err = parse(k, a, n)
+    if not limits then return err end
+    requests[#requests + 1] = limits
+    k, a = k + n, a + 1 + 5 * n
+  end
+  if #requests == 0 or k ~= #KEYS + 1 or #ARGV < 2 then
+    return redis.error_reply(bad_arguments)
+  end
+  local now = time(ARGV[2])
+  if not now then return redis.error_reply(bad_arguments) end
+  local reply = {}
+  for r = 1, #requests do
+    check(requests[r], now, reply)
+  end
+  return reply
+end
+
 local first = release and 3 or 1 -- ARGV[first]: "" or now; limits follow
 
 if #ARGV ~= first + 5 * #KEYS then
@@ -46,39 +135,15 @@ if release and not reserved_at then
   return redis.error_reply(bad_arguments)
 end
 
-local now
-if ARGV[first] ~= '' then
-  now = tonumber(ARGV[first])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = time(ARGV[first])
 if not now then
   return redis.error_reply(bad_arguments)
 end
 
 -- every limit parsed before any is touched: a bad one must not leave a
 -- release half done
-local limits = {}
-for i = 1, #KEYS do
-  local a = first + 5 * (i - 1)
-  local l = {
-    key = KEYS[i],
-    algorithm = algorithms[ARGV[a + 1]],
-    limit = tonumber(ARGV[a + 2]),
-    period = tonumber(ARGV[a + 3]),
-    burst = tonumber(ARGV[a + 4]),
-    cost = tonumber(ARGV[a + 5]),
-  }
-  if not l.algorithm then
-    return redis.error_reply('ERR redis_ratelimit: unknown algorithm ' .. ARGV[a + 1])
-  end
-  if not (l.limit and l.period and l.burst and l.cost) then
-    return redis.error_reply(bad_arguments)
-  end
-  l.period = l.period * 1000
-  limits[i] = l
-end
+local limits, err = parse(1, first, #KEYS)
+if not limits then return err end
 
 if release then
   local changed = 0
@@ -90,22 +155,6 @@ if release then
   return changed
 end
 
-local reply, passed = { 0, now }, 1
-
-for i = 1, #limits do
-  local ok, remaining, reset, retry = limits[i].algorithm.check(limits[i], now)
-  if ok == 0 then passed = 0 end
-  reply[#reply + 1] = ok
-  reply[#reply + 1] = remaining
-  reply[#reply + 1] = reset
-  reply[#reply + 1] = retry
-end
-
-if passed == 1 then
-  for i = 1, #limits do
-    limits[i].algorithm.commit(limits[i], now)
-  end
-end
-
-reply[1] = passed
+local reply = {}
+check(limits, now, reply)
 return reply

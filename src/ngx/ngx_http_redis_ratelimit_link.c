@@ -4,6 +4,11 @@
  * node (the server, the primary a Sentinel names, or in a Cluster the
  * primary of the keys' slot, one call per slot), each request's calls under
  * one timeout; they outlive their request if the client goes away.
+ *
+ * The calls made in one turn of the event loop for one node (and slot) go
+ * as one EVALSHA of the script's batch form: Redis runs the script once for
+ * all of them, which is most of its cost, and each request is still decided
+ * alone, atomically.
  */
 
 
@@ -14,10 +19,20 @@
 #include "ngx_http_redis_ratelimit_link.h"
 
 
-/* one script call on one node: the request's limits of one slot */
+/* a batch: at most this many requests, keys; a script run stays short */
+#define NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS  64
+#define NGX_HTTP_REDIS_RATELIMIT_BATCH_KEYS   256
+
+
+typedef struct ngx_http_redis_ratelimit_batch_s
+    ngx_http_redis_ratelimit_batch_t;
+
+
+/* one request's script call on one node: its limits of one slot */
 typedef struct {
     ngx_http_redis_ratelimit_call_t   *call;
     ngx_http_redis_ratelimit_node_t   *node;  /* where it was sent */
+    ngx_http_redis_ratelimit_batch_t  *batch; /* what carries it */
     ngx_uint_t                   slot;
 
     /* in the request's pool: used only while the request waits */
@@ -28,13 +43,33 @@ typedef struct {
     ngx_uint_t                  *index;       /* the request's limit of each */
     int64_t                     *values;      /* the reply */
 
-    unsigned                     in_redis:1;  /* hiredis holds privdata */
+    unsigned                     in_redis:1;  /* in a batch */
     unsigned                     answered:1;
     unsigned                     ok:1;        /* values are set */
-    unsigned                     retried:1;   /* after NOSCRIPT */
-    unsigned                     redirected:1; /* after MOVED or ASK */
     unsigned                     counted:1;   /* the breaker saw its outcome */
 } ngx_http_redis_ratelimit_part_t;
+
+
+/*
+ * One EVALSHA of the batch form: the parts of one node and slot made in one
+ * turn of the event loop. Open (in link->batches) until the turn ends, then
+ * sent; the command is kept, in its own memory, to be sent again after
+ * NOSCRIPT, MOVED or ASK, when the requests' pools may be gone.
+ */
+struct ngx_http_redis_ratelimit_batch_s {
+    ngx_queue_t                  queue;
+    ngx_http_redis_ratelimit_node_t   *node;
+    ngx_uint_t                   slot;
+    ngx_uint_t                   nkeys;
+    size_t                       size;        /* of the command, at most */
+    u_char                      *command;     /* RESP, once sent */
+    size_t                       len;
+    ngx_uint_t                   nvalues;     /* the reply's integers */
+    unsigned                     retried:1;   /* after NOSCRIPT */
+    unsigned                     redirected:1; /* after MOVED or ASK */
+    ngx_uint_t                   nparts;
+    ngx_http_redis_ratelimit_part_t   *parts[NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS];
+};
 
 
 struct ngx_http_redis_ratelimit_call_s {
@@ -45,7 +80,7 @@ struct ngx_http_redis_ratelimit_call_s {
     ngx_event_t                  finish;      /* posted on the last reply */
     ngx_uint_t                   nparts;
     ngx_uint_t                   pending;     /* parts not answered */
-    ngx_uint_t                   in_redis;    /* parts hiredis holds */
+    ngx_uint_t                   in_redis;    /* parts in batches */
     ngx_http_redis_ratelimit_part_t  parts[1];
 };
 
@@ -54,13 +89,28 @@ static ngx_int_t ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call);
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
     ngx_uint_t slot);
-static ngx_int_t ngx_http_redis_ratelimit_send(
-    ngx_http_redis_ratelimit_part_t *part,
-    ngx_http_redis_ratelimit_node_t *node);
-static void ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac,
+static ngx_int_t ngx_http_redis_ratelimit_enqueue(
+    ngx_http_redis_ratelimit_part_t *part);
+static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
+static void ngx_http_redis_ratelimit_batch_send(
+    ngx_http_redis_ratelimit_batch_t *batch);
+static u_char *ngx_http_redis_ratelimit_batch_format(
+    ngx_http_redis_ratelimit_batch_t *batch, u_char *p);
+static ngx_int_t ngx_http_redis_ratelimit_part_out(
+    ngx_http_redis_ratelimit_part_t *part);
+static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
+static ngx_int_t ngx_http_redis_ratelimit_batch_resend(
+    ngx_http_redis_ratelimit_batch_t *batch,
+    ngx_http_redis_ratelimit_node_t *node);
 static ngx_int_t ngx_http_redis_ratelimit_redirect(
-    ngx_http_redis_ratelimit_part_t *part, redisReply *rr, ngx_uint_t kind);
+    ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr, ngx_uint_t kind);
+static void ngx_http_redis_ratelimit_batch_answer(
+    ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr);
+static void ngx_http_redis_ratelimit_batch_fail(
+    ngx_http_redis_ratelimit_batch_t *batch, const char *fmt, ...);
+static void ngx_http_redis_ratelimit_batch_free(
+    ngx_http_redis_ratelimit_batch_t *batch);
 static void ngx_http_redis_ratelimit_part_done(
     ngx_http_redis_ratelimit_part_t *part);
 static void ngx_http_redis_ratelimit_part_failed(
@@ -89,6 +139,10 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     link->log = cycle->log;
     link->edge = (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? 1 : 0;
     ngx_queue_init(&link->nodes);
+    ngx_queue_init(&link->batches);
+
+    link->flush.handler = ngx_http_redis_ratelimit_flush_handler;
+    link->flush.log = cycle->log;
 
     switch (rmcf->mode) {
 
@@ -128,6 +182,10 @@ ngx_http_redis_ratelimit_link_exit(void)
     }
 
     link->exiting = 1;
+
+    if (link->flush.posted) {
+        ngx_delete_posted_event(&link->flush);
+    }
 
     ngx_http_redis_ratelimit_cluster_exit();
     ngx_http_redis_ratelimit_sentinel_exit();
@@ -255,11 +313,8 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     for (i = 0; i < call->nparts; i++) {
         part = &call->parts[i];
 
-        if (ngx_http_redis_ratelimit_send(part, part->node) != NGX_OK) {
-            ngx_http_redis_ratelimit_part_failed(part, "cannot send: %s",
-                                                 part->node->ac->errstr[0]
-                                                 ? part->node->ac->errstr
-                                                 : "closing");
+        if (ngx_http_redis_ratelimit_enqueue(part) != NGX_OK) {
+            ngx_http_redis_ratelimit_part_failed(part, "no memory");
         }
     }
 
@@ -431,58 +486,295 @@ ngx_http_redis_ratelimit_route(ngx_uint_t slot)
 }
 
 
+/*
+ * Adds the part to the open batch of its node and slot, or to a new one;
+ * the batches are sent when the turn of the event loop ends (a posted
+ * event runs after the others), or at once when full.
+ */
+
 static ngx_int_t
-ngx_http_redis_ratelimit_send(ngx_http_redis_ratelimit_part_t *part,
-    ngx_http_redis_ratelimit_node_t *node)
+ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
 {
-    if (ngx_http_redis_ratelimit_command_argv(node,
-                                      ngx_http_redis_ratelimit_call_reply,
-                                      part, part->argc, part->argv,
-                                      part->argvlen)
-        != NGX_OK)
+    size_t                             size;
+    ngx_uint_t                         j, m;
+    ngx_queue_t                       *q;
+    ngx_http_redis_ratelimit_batch_t  *batch;
+    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+
+    batch = NULL;
+
+    for (q = ngx_queue_head(&link->batches);
+         q != ngx_queue_sentinel(&link->batches);
+         q = ngx_queue_next(q))
     {
-        return NGX_ERROR;
+        batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
+
+        if (batch->node == part->node && batch->slot == part->slot) {
+            break;
+        }
+
+        batch = NULL;
     }
 
-    if (part->in_redis) {
-        /* sent again elsewhere: the first node's reply has come */
-        part->node->in_flight--;
+    if (batch == NULL) {
+        batch = ngx_calloc(sizeof(ngx_http_redis_ratelimit_batch_t),
+                           link->log);
+        if (batch == NULL) {
+            return NGX_ERROR;
+        }
 
-    } else {
-        part->in_redis = 1;
-        part->call->in_redis++;
+        batch->node = part->node;
+        batch->slot = part->slot;
+
+        ngx_queue_insert_tail(&link->batches, &batch->queue);
+
+        if (!link->flush.posted) {
+            ngx_post_event(&link->flush, &ngx_posted_events);
+        }
     }
 
-    part->node = node;
-    node->in_flight++;
-    part->counted = 0;
+    /* what the part adds to the command: its count, keys and arguments */
+
+    size = sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN;
+
+    for (j = 0; j < part->nlimits; j++) {
+        size += sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN
+                + part->argvlen[3 + j];
+
+        for (m = 0; m < RRL_ARGS_PER_LIMIT; m++) {
+            size += sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN
+                    + part->argvlen[4 + part->nlimits
+                                    + RRL_ARGS_PER_LIMIT * j + m];
+        }
+    }
+
+    batch->parts[batch->nparts++] = part;
+    batch->nkeys += part->nlimits;
+    batch->size += size;
+    batch->nvalues += RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * part->nlimits;
+
+    part->batch = batch;
+    part->in_redis = 1;
+    part->call->in_redis++;
+
+    if (batch->nparts == NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS
+        || batch->nkeys >= NGX_HTTP_REDIS_RATELIMIT_BATCH_KEYS)
+    {
+        ngx_queue_remove(&batch->queue);
+        ngx_http_redis_ratelimit_batch_send(batch);
+    }
 
     return NGX_OK;
 }
 
 
 static void
-ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
+ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
+{
+    ngx_queue_t                       *q;
+    ngx_http_redis_ratelimit_batch_t  *batch;
+    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+
+    while (!ngx_queue_empty(&link->batches)) {
+        q = ngx_queue_head(&link->batches);
+        ngx_queue_remove(q);
+
+        batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
+        ngx_http_redis_ratelimit_batch_send(batch);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
+{
+    ngx_uint_t                        i, n;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    node = batch->node;
+
+    /* a request gone (or timed out) in the meantime is not sent */
+
+    n = 0;
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        if (part->call->request == NULL || part->answered) {
+            batch->nkeys -= part->nlimits;
+            batch->nvalues -= RRL_REPLY_HEADER
+                              + RRL_REPLY_PER_LIMIT * part->nlimits;
+            (void) ngx_http_redis_ratelimit_part_out(part);
+            continue;
+        }
+
+        batch->parts[n++] = part;
+    }
+
+    batch->nparts = n;
+
+    if (n == 0) {
+        ngx_http_redis_ratelimit_batch_free(batch);
+        return;
+    }
+
+    if (node->ac == NULL) {
+        ngx_http_redis_ratelimit_batch_fail(batch, "no connection");
+        ngx_http_redis_ratelimit_batch_free(batch);
+        return;
+    }
+
+    batch->command = ngx_alloc(batch->size + 256, node->log);
+    if (batch->command == NULL) {
+        ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
+        ngx_http_redis_ratelimit_batch_free(batch);
+        return;
+    }
+
+    batch->len = ngx_http_redis_ratelimit_batch_format(batch, batch->command)
+                 - batch->command;
+
+    if (ngx_http_redis_ratelimit_command_formatted(node,
+                                      ngx_http_redis_ratelimit_batch_reply,
+                                      batch, (char *) batch->command,
+                                      batch->len)
+        != NGX_OK)
+    {
+        ngx_http_redis_ratelimit_batch_fail(batch, "cannot send: %s",
+                                            node->ac && node->ac->errstr[0]
+                                            ? node->ac->errstr : "closing");
+        ngx_http_redis_ratelimit_batch_free(batch);
+        return;
+    }
+
+    node->in_flight++;
+}
+
+
+/*
+ * [EVALSHA sha nkeys keys.. "batch" "" (n limits..)..] in RESP, from the
+ * parts' arguments (see ngx_http_redis_ratelimit_prepare()): one string,
+ * that hiredis sends as it is
+ */
+
+static u_char *
+ngx_http_redis_ratelimit_batch_format(ngx_http_redis_ratelimit_batch_t *batch,
+    u_char *p)
+{
+    size_t                            len;
+    ngx_uint_t                        i, j, m, argc;
+    ngx_str_t                        *sha;
+    ngx_http_redis_ratelimit_part_t  *part;
+    u_char                            number[NGX_INT_T_LEN];
+
+#define ngx_http_redis_ratelimit_bulk(data, len)                              \
+    p = ngx_sprintf(p, "$%uz\r\n", (size_t) (len));                           \
+    p = ngx_cpymem(p, data, len);                                             \
+    *p++ = '\r'; *p++ = '\n'
+
+    sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
+
+    argc = 3 + batch->nkeys + 2 + batch->nparts
+           + RRL_ARGS_PER_LIMIT * batch->nkeys;
+
+    p = ngx_sprintf(p, "*%ui\r\n$7\r\nEVALSHA\r\n", argc);
+    ngx_http_redis_ratelimit_bulk(sha->data, sha->len);
+    len = ngx_sprintf(number, "%ui", batch->nkeys) - number;
+    ngx_http_redis_ratelimit_bulk(number, len);
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        for (j = 0; j < part->nlimits; j++) {
+            ngx_http_redis_ratelimit_bulk(part->argv[3 + j],
+                                          part->argvlen[3 + j]);
+        }
+    }
+
+    /* ARGV: "batch", "" (no injected time: Redis TIME), then each part */
+    p = ngx_cpymem(p, "$5\r\nbatch\r\n$0\r\n\r\n",
+                   sizeof("$5\r\nbatch\r\n$0\r\n\r\n") - 1);
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        len = ngx_sprintf(number, "%ui", part->nlimits) - number;
+        ngx_http_redis_ratelimit_bulk(number, len);
+
+        for (j = 0; j < part->nlimits; j++) {
+            for (m = 0; m < RRL_ARGS_PER_LIMIT; m++) {
+                ngx_http_redis_ratelimit_bulk(
+                    part->argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + m],
+                    part->argvlen[4 + part->nlimits
+                                  + RRL_ARGS_PER_LIMIT * j + m]);
+            }
+        }
+    }
+
+#undef ngx_http_redis_ratelimit_bulk
+
+    return p;
+}
+
+
+/*
+ * Takes the part out of its batch. NGX_DECLINED: nobody waits for it any
+ * more, as its request went away (and its arguments with the request's
+ * pool) or timed out; the call of a request gone is freed with its last
+ * part.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_part_out(ngx_http_redis_ratelimit_part_t *part)
+{
+    ngx_http_redis_ratelimit_call_t  *call = part->call;
+
+    part->in_redis = 0;
+    part->batch = NULL;
+    call->in_redis--;
+
+    if (call->request != NULL && !part->answered) {
+        return NGX_OK;
+    }
+
+    if (call->in_redis == 0 && call->request == NULL) {
+        ngx_free(call);
+    }
+
+    return NGX_DECLINED;
+}
+
+
+static void
+ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                            i, len;
-    ngx_uint_t                        kind;
-    const char                       *script;
-    redisReply                       *rr = reply;
-    ngx_http_redis_ratelimit_node_t  *node;
-    ngx_http_redis_ratelimit_call_t  *call;
-    ngx_http_redis_ratelimit_part_t  *part = privdata;
+    size_t                             len;
+    ngx_uint_t                         i, kind, counted;
+    const char                        *script;
+    redisReply                        *rr = reply;
+    ngx_http_redis_ratelimit_node_t   *node;
+    ngx_http_redis_ratelimit_batch_t  *batch = privdata;
 
-    call = part->call;
-    node = part->node;
+    node = batch->node;
 
     kind = (rr != NULL && rr->type == REDIS_REPLY_ERROR)
            ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
            : RRL_REPLY_ERROR;
 
     /* NOSCRIPT and redirections are Redis answering: not for the breaker */
-    if (!part->counted) {
-        part->counted = 1;
+
+    counted = 1;
+
+    for (i = 0; i < batch->nparts; i++) {
+        if (!batch->parts[i]->counted) {
+            batch->parts[i]->counted = 1;
+            counted = 0;
+        }
+    }
+
+    if (!counted) {
         ngx_http_redis_ratelimit_circuit_outcome(node,
                                rr != NULL
                                && (rr->type == REDIS_REPLY_ARRAY
@@ -491,121 +783,76 @@ ngx_http_redis_ratelimit_call_reply(redisAsyncContext *ac, void *reply,
                                    || kind == RRL_REPLY_ASK));
     }
 
-    if (call->request == NULL || part->answered) {
-        /*
-         * the request is gone, or timed out: nobody waits for this, and its
-         * arguments went with the request's pool
-         */
-        part->in_redis = 0;
-        node->in_flight--;
+    node->in_flight--;
 
-        if (--call->in_redis == 0 && call->request == NULL) {
-            ngx_free(call);
-        }
-
-        ngx_http_redis_ratelimit_node_idle(node);
-        return;
-    }
-
-    if (kind == RRL_REPLY_NOSCRIPT && !part->retried) {
+    if (kind == RRL_REPLY_NOSCRIPT && !batch->retried) {
         /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
-        part->retried = 1;
+        batch->retried = 1;
 
         script = rrl_script(&len);
 
         if (ngx_http_redis_ratelimit_command(node, NULL, NULL,
                                              "SCRIPT LOAD %b", script, len)
             == NGX_OK
-            && ngx_http_redis_ratelimit_send(part, node) == NGX_OK)
+            && ngx_http_redis_ratelimit_batch_resend(batch, node) == NGX_OK)
         {
             return;
         }
     }
 
     if ((kind == RRL_REPLY_MOVED || kind == RRL_REPLY_ASK)
-        && !part->redirected)
+        && !batch->redirected)
     {
-        part->redirected = 1;
+        batch->redirected = 1;
 
-        if (ngx_http_redis_ratelimit_redirect(part, rr, kind) == NGX_OK) {
+        if (ngx_http_redis_ratelimit_redirect(batch, rr, kind) == NGX_OK) {
             ngx_http_redis_ratelimit_node_idle(node);
             return;
         }
     }
 
-    part->in_redis = 0;
-    call->in_redis--;
-    node->in_flight--;
-
-    if (rr == NULL) {
-        ngx_http_redis_ratelimit_part_failed(part, "connection lost");
-        goto done;
-    }
-
-    if (rr->type == REDIS_REPLY_ERROR) {
-        switch (kind) {
-
-        case RRL_REPLY_READONLY:
-        case RRL_REPLY_MASTERDOWN:
-            /* not, or no more, the primary */
-            if (ngx_http_redis_ratelimit_link.conf->mode
-                == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
-            {
-                ngx_http_redis_ratelimit_sentinel_ask();
-            }
-
-            break;
-
-        case RRL_REPLY_CLUSTERDOWN:
-        case RRL_REPLY_MOVED:
-        case RRL_REPLY_ASK:
-            ngx_http_redis_ratelimit_cluster_refresh();
-            break;
-        }
-
-        ngx_http_redis_ratelimit_part_failed(part, "%*s", (size_t) rr->len,
-                                             rr->str);
-        goto done;
-    }
-
-    if (rr->type != REDIS_REPLY_ARRAY
-        || rr->elements != RRL_REPLY_HEADER
-                           + RRL_REPLY_PER_LIMIT * part->nlimits)
-    {
-        ngx_http_redis_ratelimit_part_failed(part,
-                                             "unexpected reply type %d",
-                                             rr->type);
-        goto done;
-    }
-
-    for (i = 0; i < rr->elements; i++) {
-        if (rr->element[i]->type != REDIS_REPLY_INTEGER) {
-            ngx_http_redis_ratelimit_part_failed(part,
-                                               "unexpected element type %d",
-                                               rr->element[i]->type);
-            goto done;
-        }
-
-        part->values[i] = rr->element[i]->integer;
-    }
-
-    part->ok = 1;
-    ngx_http_redis_ratelimit_part_done(part);
-
-done:
+    ngx_http_redis_ratelimit_batch_answer(batch, rr);
+    ngx_http_redis_ratelimit_batch_free(batch);
 
     ngx_http_redis_ratelimit_node_idle(node);
 }
 
 
+static ngx_int_t
+ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
+    ngx_http_redis_ratelimit_node_t *node)
+{
+    ngx_uint_t  i;
+
+    if (ngx_http_redis_ratelimit_command_formatted(node,
+                                      ngx_http_redis_ratelimit_batch_reply,
+                                      batch, (char *) batch->command,
+                                      batch->len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    batch->node = node;
+    node->in_flight++;
+
+    for (i = 0; i < batch->nparts; i++) {
+        batch->parts[i]->node = node;
+        batch->parts[i]->counted = 0;
+    }
+
+    return NGX_OK;
+}
+
+
 /*
  * MOVED: the slot has a new primary for good; the map is refreshed, and the
- * call goes there now. ASK: the key is being migrated; this call alone goes
- * to the target, after ASKING.
+ * batch goes there now. ASK: the keys are being migrated; this batch alone
+ * goes to the target, after ASKING.
  */
 
 static ngx_int_t
-ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_part_t *part,
+ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
     redisReply *rr, ngx_uint_t kind)
 {
     unsigned                          slot, port;
@@ -615,7 +862,7 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_part_t *part,
 
     if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
         || rrl_reply_redirect(rr->str, rr->len, &slot, host, &port) != RRL_OK
-        || slot != part->slot)
+        || slot != batch->slot)
     {
         return NGX_ERROR;
     }
@@ -649,7 +896,123 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_part_t *part,
         return NGX_ERROR;
     }
 
-    return ngx_http_redis_ratelimit_send(part, node);
+    return ngx_http_redis_ratelimit_batch_resend(batch, node);
+}
+
+
+/* each part waiting gets its request's share of the reply */
+
+static void
+ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
+    redisReply *rr)
+{
+    size_t                            i, j, k, n;
+    ngx_uint_t                        kind;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    if (rr == NULL) {
+        ngx_http_redis_ratelimit_batch_fail(batch, "connection lost");
+        return;
+    }
+
+    if (rr->type == REDIS_REPLY_ERROR) {
+        kind = rrl_reply_error_kind(rr->str, rr->len);
+
+        switch (kind) {
+
+        case RRL_REPLY_READONLY:
+        case RRL_REPLY_MASTERDOWN:
+            /* not, or no more, the primary */
+            if (ngx_http_redis_ratelimit_link.conf->mode
+                == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
+            {
+                ngx_http_redis_ratelimit_sentinel_ask();
+            }
+
+            break;
+
+        case RRL_REPLY_CLUSTERDOWN:
+        case RRL_REPLY_MOVED:
+        case RRL_REPLY_ASK:
+            ngx_http_redis_ratelimit_cluster_refresh();
+            break;
+        }
+
+        ngx_http_redis_ratelimit_batch_fail(batch, "%*s", (size_t) rr->len,
+                                            rr->str);
+        return;
+    }
+
+    if (rr->type != REDIS_REPLY_ARRAY || rr->elements != batch->nvalues) {
+        ngx_http_redis_ratelimit_batch_fail(batch, "unexpected reply type %d",
+                                            rr->type);
+        return;
+    }
+
+    for (i = 0; i < rr->elements; i++) {
+        if (rr->element[i]->type != REDIS_REPLY_INTEGER) {
+            ngx_http_redis_ratelimit_batch_fail(batch,
+                                               "unexpected element type %d",
+                                               rr->element[i]->type);
+            return;
+        }
+    }
+
+    k = 0;
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+        n = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * part->nlimits;
+
+        if (ngx_http_redis_ratelimit_part_out(part) == NGX_OK) {
+            for (j = 0; j < n; j++) {
+                part->values[j] = rr->element[k + j]->integer;
+            }
+
+            part->ok = 1;
+            ngx_http_redis_ratelimit_part_done(part);
+        }
+
+        k += n;
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
+    const char *fmt, ...)
+{
+    u_char                           *p;
+    va_list                           args;
+    ngx_uint_t                        i;
+    ngx_http_redis_ratelimit_part_t  *part;
+    u_char                            error[128];
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(error, error + sizeof(error), fmt, args);
+    va_end(args);
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        if (ngx_http_redis_ratelimit_part_out(part) != NGX_OK) {
+            continue;
+        }
+
+        ngx_http_redis_ratelimit_part_failed(part, "%*s",
+                                             (size_t) (p - error), error);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_batch_free(ngx_http_redis_ratelimit_batch_t *batch)
+{
+    if (batch->command) {
+        ngx_free(batch->command);
+    }
+
+    ngx_free(batch);
 }
 
 

@@ -66,6 +66,8 @@ typedef struct {
     ngx_log_t                   *log;
     ngx_queue_t                  nodes;
     ngx_uint_t                   parked;      /* calls with a request */
+    ngx_queue_t                  batches;     /* open: not sent yet */
+    ngx_event_t                  flush;       /* sends them; posted */
     unsigned                     edge:1;      /* edge-triggered events */
     unsigned                     exiting:1;
 
@@ -94,6 +96,10 @@ void ngx_http_redis_ratelimit_node_close(
 ngx_int_t ngx_http_redis_ratelimit_command(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, const char *format, ...);
+/* a command already in RESP, as hiredis would format it */
+ngx_int_t ngx_http_redis_ratelimit_command_formatted(
+    ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
+    void *privdata, const char *command, size_t len);
 ngx_int_t ngx_http_redis_ratelimit_command_argv(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, int argc, const char **argv, const size_t *argvlen);

@@ -495,6 +495,24 @@ ngx_http_redis_ratelimit_command(ngx_http_redis_ratelimit_node_t *node,
 
 
 ngx_int_t
+ngx_http_redis_ratelimit_command_formatted(
+    ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
+    void *privdata, const char *command, size_t len)
+{
+    if (node->ac == NULL
+        || redisAsyncFormattedCommand(node->ac, fn, privdata, command, len)
+           != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    node->sent++;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
 ngx_http_redis_ratelimit_command_argv(ngx_http_redis_ratelimit_node_t *node,
     redisCallbackFn *fn, void *privdata, int argc, const char **argv,
     const size_t *argvlen)
