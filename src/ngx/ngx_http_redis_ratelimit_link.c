@@ -571,7 +571,9 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
 static void
 ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 {
+    ngx_event_t                       *wev;
     ngx_queue_t                       *q;
+    ngx_http_redis_ratelimit_node_t   *node;
     ngx_http_redis_ratelimit_batch_t  *batch;
     ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
 
@@ -581,6 +583,25 @@ ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 
         batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
         ngx_http_redis_ratelimit_batch_send(batch);
+    }
+
+    /*
+     * write now rather than after the other posted events (responses to
+     * clients, mostly): Redis runs the batches while the worker writes
+     * them; a failed write may free a context, never a node
+     */
+
+    for (q = ngx_queue_head(&link->nodes);
+         q != ngx_queue_sentinel(&link->nodes);
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+
+        if (node->connection && node->connection->write->posted) {
+            wev = node->connection->write;
+            ngx_delete_posted_event(wev);
+            wev->handler(wev);
+        }
     }
 }
 
