@@ -80,9 +80,13 @@ is($passed_by{1}, 5, 'instance 2 passed 5');
 is($t->redis('GET', 'rrl:{global:shared}:fw'), ($wend / $P - 1) . ':10',
     'Redis: one counter, 10');
 
+# each instance asked Redis once; its deny cache (shared by its workers)
+# answered the 9 others
 for my $i (0 .. 1) {
     is(scalar($n[$i]->grep_log(qr/limiting requests by zone "global", key "shared"/)),
-        10, "instance " . ($i + 1) . " logged its 10 rejections");
+        1, "instance " . ($i + 1) . " logged 1 rejection from Redis");
+    is(scalar($n[$i]->grep_log(qr/limiting requests by zone "global" \(cached\), key "shared"/)),
+        9, "instance " . ($i + 1) . " logged 9 rejections from its cache");
 }
 
 # sliding log, alternating

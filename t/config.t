@@ -227,6 +227,21 @@ my @bad = (
         'invalid value "maybe" in "redis_ratelimit_dry_run" directive, it must be "on" or "off" in FILE:LINE'],
     ['server in a location', in_location('redis_ratelimit_server 127.0.0.1:6379; # HERE'),
         '"redis_ratelimit_server" directive is not allowed here in FILE:LINE'],
+
+    ['deny cache too small', http_conf("    redis_ratelimit_deny_cache 16k; # HERE\n"),
+        'invalid value "16k" in "redis_ratelimit_deny_cache" directive, it must be "off" or a size of at least 32k in FILE:LINE'],
+    ['deny cache of zero', http_conf("    redis_ratelimit_deny_cache 0; # HERE\n"),
+        'invalid value "0" in "redis_ratelimit_deny_cache" directive, it must be "off" or a size of at least 32k in FILE:LINE'],
+    ['deny cache not a size', http_conf("    redis_ratelimit_deny_cache lots; # HERE\n"),
+        'invalid value "lots" in "redis_ratelimit_deny_cache" directive, it must be "off" or a size of at least 32k in FILE:LINE'],
+    ['deny cache "on"', http_conf("    redis_ratelimit_deny_cache on; # HERE\n"),
+        'invalid value "on" in "redis_ratelimit_deny_cache" directive, it must be "off" or a size of at least 32k in FILE:LINE'],
+    ['deny cache twice', http_conf("    redis_ratelimit_deny_cache 1m;\n    redis_ratelimit_deny_cache off; # HERE\n"),
+        '"redis_ratelimit_deny_cache" directive is duplicate in FILE:LINE'],
+    ['deny cache in a server', http_conf("    server {\n        redis_ratelimit_deny_cache 1m; # HERE\n    }\n"),
+        '"redis_ratelimit_deny_cache" directive is not allowed here in FILE:LINE'],
+    ['deny cache in a location', in_location('redis_ratelimit_deny_cache off; # HERE'),
+        '"redis_ratelimit_deny_cache" directive is not allowed here in FILE:LINE'],
 );
 
 for my $case (@bad) {
@@ -277,6 +292,7 @@ http {
     redis_ratelimit_headers legacy;
     redis_ratelimit_fail open;
     redis_ratelimit_log_level warn;
+    redis_ratelimit_deny_cache 10m;
 
     server {
         listen 127.0.0.1:%%PORT%%;
@@ -376,6 +392,28 @@ http {
         location /gcra/ { redis_ratelimit zone=gcra cost=4; }
         location /sw0/ { redis_ratelimit zone=sw0 cost=5; }
         location /var/ { redis_ratelimit zone=lb cost=$arg_cost; }
+    }
+}
+EOF2
+    ['the deny cache off', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    redis_ratelimit_deny_cache off;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+}
+EOF2
+    ['the smallest deny cache, after the zones', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    redis_ratelimit_zone $arg_k zone=z rate=5r/m;
+    redis_ratelimit_deny_cache 32k;
+}
+EOF2
+    ['a deny cache without zones', <<'EOF2'],
+http {
+    redis_ratelimit_deny_cache 2m;
+    server {
+        listen 127.0.0.1:%%PORT%%;
     }
 }
 EOF2

@@ -106,8 +106,11 @@ for my $i (3 .. 4) {
 is(A('x'), "$w:2", 'rejected by B: nothing consumed from A');
 is(B('y'), "$w:2", 'rejected by B: nothing consumed from B');
 
-is(scalar($n->grep_log(qr/limiting requests by zone "B", key "y", rate 2r\/h/)), 2,
+# both 4 is the deny cache's (B's rejection of both 3)
+is(scalar($n->grep_log(qr/limiting requests by zone "B", key "y", rate 2r\/h/)), 1,
     'the log names the rejecting zone B');
+is(scalar($n->grep_log(qr/limiting requests by zone "B" \(cached\), key "y", rate 2r\/h/)), 1,
+    'the log names the rejecting zone B, from the deny cache');
 
 # A still has 3 left: three new b keys pass, with A's count going on
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "algorithm.hpp"
+#include "deny.hpp"
 #include "error_reply.hpp"
 #include "key.hpp"
 #include "local.hpp"
@@ -209,6 +210,19 @@ int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
 
 int64_t rrl_retry_after_seconds(int64_t retry_after_us) noexcept {
     return rrl::retry_after_seconds(retry_after_us);
+}
+
+int rrl_deny_learn(int64_t sent_us, int64_t now_us,
+                   const rrl_deny_limit_t* limit,
+                   const rrl_limit_result_t* result,
+                   rrl_deny_entry_t* entry) noexcept {
+    return rrl::deny_learn(sent_us, now_us, *limit, *result, entry) ? 1 : 0;
+}
+
+int rrl_deny_applies(const rrl_deny_entry_t* entry,
+                     const rrl_deny_limit_t* limit, int64_t now_us,
+                     int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
+    return rrl::deny_applies(*entry, *limit, now_us, values) ? 1 : 0;
 }
 
 }  // extern "C"

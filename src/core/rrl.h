@@ -267,6 +267,49 @@ int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
 /* Whole seconds, rounded up, at least 1. */
 int64_t rrl_retry_after_seconds(int64_t retry_after_us) RRL_NOEXCEPT;
 
+/*
+ * The deny cache ("redis_ratelimit_deny_cache"): a rejection Redis sent
+ * for a key answers the key's later requests locally, until Redis's own
+ * end of it and never after (see deny.hpp). Times are the caller's
+ * monotonic clock, in us.
+ */
+typedef struct {
+    int       algorithm;
+    uint64_t  limit;
+    uint64_t  period_ms;
+    uint64_t  burst;       /* as the algorithm uses it: rrl_burst()'s */
+    uint32_t  redis;       /* which Redis: a tag of the caller's choice */
+    uint64_t  cost;
+} rrl_deny_limit_t;
+
+typedef struct {
+    rrl_deny_limit_t  limit;           /* the rejected request's */
+    int64_t           until_us;        /* rejected before this */
+    int64_t           reset_until_us;  /* usage back to zero */
+    int64_t           remaining;
+} rrl_deny_entry_t;
+
+/*
+ * A rejection of one limit (result->passed == 0), from a call sent at
+ * sent_us, learned at now_us: 1 and *entry when it is worth keeping (it
+ * ends after now_us), 0 otherwise (a pass, a cost over the zone's
+ * capacity, an end already past).
+ */
+int rrl_deny_learn(int64_t sent_us, int64_t now_us,
+    const rrl_deny_limit_t *limit, const rrl_limit_result_t *result,
+    rrl_deny_entry_t *entry) RRL_NOEXCEPT;
+
+/*
+ * 1 when *entry rejects a request of *limit at now_us: same zone and
+ * Redis, a cost at least the entry's (a smaller cost may pass earlier) and
+ * at most the capacity, now_us before until_us; values then holds the
+ * limit's part of a script reply (passed, remaining, reset_after_us,
+ * retry_after_us). 0 otherwise.
+ */
+int rrl_deny_applies(const rrl_deny_entry_t *entry,
+    const rrl_deny_limit_t *limit, int64_t now_us,
+    int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,8 @@ static void ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
@@ -150,6 +152,13 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
     { ngx_string("redis_ratelimit_zone"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_redis_ratelimit_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("redis_ratelimit_deny_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_deny_cache,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -314,6 +323,15 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return NGX_DECLINED;
+    }
+
+    /* read before the call: a rejection learned from it ends by Redis's */
+    ctx->sent = ngx_http_redis_ratelimit_deny_clock();
+
+    if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
+        ngx_http_redis_ratelimit_decide_cached(r, ctx);
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return ctx->rc;
     }
 
     ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
@@ -620,6 +638,8 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 
     ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
     ctx->rc = rlcf->status_code;
+
+    ngx_http_redis_ratelimit_deny_learn(r, ctx);
 }
 
 
@@ -682,14 +702,37 @@ ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
 }
 
 
+/*
+ * The deny cache rejected the request as Redis did a previous one of the
+ * key: decoded, logged and sent in headers as a rejection from Redis.
+ */
+
+static void
+ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ctx->decided = 1;
+    ctx->cached = 1;
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
+    ctx->rc = ctx->conf->status_code;
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+}
+
+
 static void
 ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
+    char                             *how;
     size_t                            len;
     ngx_str_t                        *key;
     ngx_http_redis_ratelimit_zone_t  *zone;
     u_char                            printable[256];
+
+    how = ctx->cached ? " (cached)"
+          : (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL)
+            ? " (local)" : "";
 
     zone = ctx->limits[ctx->decision.reported]->zone;
     key = &ctx->keys[ctx->decision.reported];
@@ -700,9 +743,7 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_log_error(ctx->conf->log_level, r->connection->log, 0,
                   "limiting requests%s by zone \"%V\"%s, key \"%*s\", "
                   "rate %V, retry after %Ls",
-                  ctx->conf->dry_run ? ", dry run," : "", &zone->name,
-                  ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
-                  ? " (local)" : "",
+                  ctx->conf->dry_run ? ", dry run," : "", &zone->name, how,
                   len, printable, &zone->rate,
                   (int64_t) ctx->decision.retry_after);
 }
@@ -835,7 +876,10 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
      *     conf->unix_path = { 0, NULL };
      *     conf->password = { 0, NULL };
      *     conf->db = 0;
+     *     conf->deny_zone = NULL;
      */
+
+    conf->deny_size = NGX_CONF_UNSET_SIZE;
 
     if (ngx_array_init(&conf->zones, cf->pool, 4,
                        sizeof(ngx_http_redis_ratelimit_zone_t))
@@ -875,6 +919,10 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     ngx_http_redis_ratelimit_local_init_conf(cf);
+
+    if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     rmcf->script_sha1.data = (u_char *) sha1;
     rmcf->script_sha1.len = ngx_strlen(sha1);
@@ -918,6 +966,9 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_http_redis_ratelimit_loc_conf_t *prev = parent;
     ngx_http_redis_ratelimit_loc_conf_t *conf = child;
 
+    ngx_uint_t                         i;
+    ngx_http_redis_ratelimit_limit_t  *limit;
+
     if (conf->limits.elts == NULL) {
         conf->limits = prev->limits;
     }
@@ -925,6 +976,15 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     if (ngx_http_redis_ratelimit_resolve_limits(cf, &conf->limits) != NGX_OK)
     {
         return NGX_CONF_ERROR;
+    }
+
+    /* in a cluster, their calls reserve and release: see the deny cache */
+    if (conf->limits.nelts > 1) {
+        limit = conf->limits.elts;
+
+        for (i = 0; i < conf->limits.nelts; i++) {
+            limit[i].zone->combined = 1;
+        }
     }
 
     ngx_conf_merge_uint_value(conf->status_code, prev->status_code,

@@ -57,6 +57,9 @@ typedef struct {
     ngx_str_t                    burst_arg;
     ngx_str_t                    capacity_value; /* X-RateLimit-Limit */
 
+    /* in some location with other limits: see the deny cache's usable() */
+    unsigned                     combined:1;
+
     u_char                      *file;
     ngx_uint_t                   line;
 } ngx_http_redis_ratelimit_zone_t;
@@ -101,6 +104,9 @@ typedef struct {
     ngx_uint_t                   max_parked;  /* requests waiting, a worker */
 
     ngx_array_t                  zones;       /* of zone_t */
+
+    size_t                       deny_size;   /* 0: off */
+    ngx_shm_zone_t              *deny_zone;   /* NULL: off */
 
     ngx_str_t                    script_sha1;
 } ngx_http_redis_ratelimit_main_conf_t;
@@ -156,7 +162,10 @@ typedef struct {
     rrl_limit_result_t          *limit_results;
     rrl_decision_t               decision;
 
+    int64_t                      sent;        /* deny cache clock, us */
+
     unsigned                     decided:1;   /* decision is valid */
+    unsigned                     cached:1;    /* by the deny cache */
     unsigned                     headers_done:1;
 } ngx_http_redis_ratelimit_ctx_t;
 
@@ -205,6 +214,26 @@ ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
 /* X-RateLimit-Limit of a zone decided locally with local_share=1/share */
 ngx_uint_t ngx_http_redis_ratelimit_local_capacity(
     ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share);
+
+/* deny cache: rejections learned from Redis, answered without it */
+
+char *ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+/* the zone, unless "off" or no zone is defined */
+ngx_int_t ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf);
+int64_t ngx_http_redis_ratelimit_deny_clock(void);
+
+/*
+ * NGX_OK: a limit of the request is in the cache, rejected until later
+ * than ctx->sent; ctx->result holds the reply Redis would send, decoded
+ * into ctx->limit_results and ctx->decision. NGX_DECLINED: ask Redis.
+ */
+ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* keeps the limits that rejected the request in Redis's decoded reply */
+void ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
