@@ -12,7 +12,11 @@ function fixed_window.check(l, now)
   local state = redis.call('GET', l.key)
   if state then
     local w, c = string.match(state, '^(%d+):(%d+)$')
-    if w and tonumber(w) == window then count = tonumber(c) end
+    if w and tonumber(w) == window then
+      count = tonumber(c)
+      -- it expires at this window's end already: KEEPTTL costs Redis less
+      l.keep_ttl = true
+    end
   end
 
   l.window, l.count, l.ttl = window, count, window_end - now
@@ -30,9 +34,12 @@ function fixed_window.check(l, now)
 end
 
 function fixed_window.commit(l)
-  redis.call('SET', l.key,
-    string.format('%d:%d', l.window, l.count + l.cost),
-    'PX', math.ceil(l.ttl / 1000))
+  local state = string.format('%d:%d', l.window, l.count + l.cost)
+  if l.keep_ttl then
+    redis.call('SET', l.key, state, 'KEEPTTL')
+  else
+    redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
+  end
 end
 
 -- Gives back a reservation made at `at`: only its window's count holds it,

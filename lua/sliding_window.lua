@@ -23,6 +23,8 @@ function sliding_window.check(l, now)
     w, c, p = tonumber(w), tonumber(c), tonumber(p)
     if w == window then
       current, prev = c, p
+      -- it expires at the next window's end already: KEEPTTL costs less
+      l.keep_ttl = true
     elseif w == window - 1 then
       prev = c
     end
@@ -65,9 +67,12 @@ function sliding_window.check(l, now)
 end
 
 function sliding_window.commit(l)
-  redis.call('SET', l.key,
-    string.format('%d:%d:%d', l.window, l.current + l.cost, l.prev),
-    'PX', math.ceil(l.ttl / 1000))
+  local state = string.format('%d:%d:%d', l.window, l.current + l.cost, l.prev)
+  if l.keep_ttl then
+    redis.call('SET', l.key, state, 'KEEPTTL')
+  else
+    redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
+  end
 end
 
 -- Gives back a reservation made at `at` from its window's count: the
