@@ -28,8 +28,11 @@
 -- in order, exactly as if it were its own check call at the same time.
 --   KEYS: every request's keys, request after request.
 --   ARGV[1]: "batch"; ARGV[2]: "" or the time in microseconds;
---   then per request: its number of limits n, then its 5n arguments as
---     the check's.
+--   ARGV[3]: the number of zones z, then per zone: algorithm, limit,
+--     period (ms), burst (as the check's);
+--   then per request: its number of limits n, then per limit: its zone
+--     (1 to z) and its cost. (Zones once, not per limit: every number is
+--     a strtod in Lua, and most of a batch's limits share a few zones.)
 --   Reply: each request's check reply, one after another.
 --
 -- Bad arguments change nothing: 'ERR redis_ratelimit: bad arguments' or
@@ -100,19 +103,52 @@ end
 
 if batch then
   -- every request parsed before any is decided: a bad one changes nothing
-  local requests, k, a = {}, 1, 3
-  while a <= #ARGV do
-    local n = tonumber(ARGV[a])
-    if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > #KEYS
-      or a + 5 * n > #ARGV then
+  local nzones = tonumber(ARGV[3])
+  if not nzones or nzones < 1 or nzones % 1 ~= 0
+    or 3 + 4 * nzones > #ARGV then
+    return redis.error_reply(bad_arguments)
+  end
+  local zones, a = {}, 4
+  for z = 1, nzones do
+    local zone = {
+      algorithm = algorithms[ARGV[a]],
+      limit = tonumber(ARGV[a + 1]),
+      period = tonumber(ARGV[a + 2]),
+      burst = tonumber(ARGV[a + 3]),
+    }
+    if not zone.algorithm then
+      return redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
+        ARGV[a])
+    end
+    if not (zone.limit and zone.period and zone.burst) then
       return redis.error_reply(bad_arguments)
     end
-    local limits, err = parse(k, a, n)
-    if not limits then return err end
-    requests[#requests + 1] = limits
-    k, a = k + n, a + 1 + 5 * n
+    zone.period = zone.period * 1000
+    zones[z] = zone
+    a = a + 4
   end
-  if #requests == 0 or k ~= #KEYS + 1 or #ARGV < 2 then
+  local requests, k, nargv, nkeys = {}, 1, #ARGV, #KEYS
+  while a <= nargv do
+    local n = tonumber(ARGV[a])
+    if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > nkeys
+      or a + 2 * n > nargv then
+      return redis.error_reply(bad_arguments)
+    end
+    local limits = {}
+    for i = 1, n do
+      local zone = zones[tonumber(ARGV[a + 2 * i - 1])]
+      local cost = tonumber(ARGV[a + 2 * i])
+      if not (zone and cost) then return redis.error_reply(bad_arguments) end
+      limits[i] = {
+        key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+        period = zone.period, burst = zone.burst, cost = cost,
+      }
+      k = k + 1
+    end
+    requests[#requests + 1] = limits
+    a = a + 1 + 2 * n
+  end
+  if #requests == 0 or k ~= nkeys + 1 then
     return redis.error_reply(bad_arguments)
   end
   local now = time(ARGV[2])

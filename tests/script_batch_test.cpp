@@ -27,16 +27,27 @@ protected:
     // injected time, and could run out on the real clock mid-test).
     Reply batch_raw(const std::string& now, const std::vector<Request>& reqs,
                     bool persist = false) {
-        std::vector<std::string> keys, argv = {"batch", now};
+        // the zones: each distinct (algorithm, limit, period, burst) once
+        std::vector<std::vector<std::string>> zones;
+        std::vector<std::string> keys, limits;
         for (const Request& req : reqs) {
-            argv.push_back(str(static_cast<std::int64_t>(req.size())));
+            limits.push_back(str(static_cast<std::int64_t>(req.size())));
             for (const Limit& l : req) {
+                std::vector<std::string> zone = {
+                    l.algorithm, str(l.limit), str(l.period_ms), str(l.burst)};
+                auto z = std::find(zones.begin(), zones.end(), zone);
+                if (z == zones.end()) z = zones.insert(z, zone);
                 keys.push_back(l.key);
-                argv.insert(argv.end(),
-                            {l.algorithm, str(l.limit), str(l.period_ms),
-                             str(l.burst), str(l.cost)});
+                limits.push_back(str(z - zones.begin() + 1));
+                limits.push_back(str(l.cost));
             }
         }
+        std::vector<std::string> argv = {
+            "batch", now, str(static_cast<std::int64_t>(zones.size()))};
+        for (const auto& zone : zones) {
+            argv.insert(argv.end(), zone.begin(), zone.end());
+        }
+        argv.insert(argv.end(), limits.begin(), limits.end());
         return persist ? evalsha_of(persisting_sha_, keys, argv)
                        : evalsha(keys, argv);
     }
@@ -183,32 +194,44 @@ TEST_F(BatchTest, EmptyTimeUsesRedisTime) {
 
 // Malformed batches are refused whole, before anything is decided.
 TEST_F(BatchTest, BadBatchesChangeNothing) {
-    const std::vector<std::string> one = {"fixed_window", "5", "1000", "0",
-                                          "1"};
-    auto argv = [&](std::vector<std::string> head,
-                    std::vector<std::string> tail = {}) {
+    const std::vector<std::string> zone = {"fixed_window", "5", "1000", "0"};
+    auto argv = [](std::vector<std::string> head,
+                   const std::vector<std::string>& tail = {}) {
         head.insert(head.end(), tail.begin(), tail.end());
         return head;
     };
+    const std::vector<std::string> one_zone = argv({"batch", "", "1"}, zone);
     struct Case {
         const char* what;
         std::vector<std::string> keys, argv;
     };
     const std::vector<Case> cases = {
-        {"no request", {}, {"batch", ""}},
-        {"no time", {}, {"batch"}},
-        {"count 0", {"a"}, argv({"batch", "", "0"}, one)},
-        {"count not a number", {"a"}, argv({"batch", "", "x"}, one)},
-        {"count not whole", {"a"}, argv({"batch", "", "1.5"}, one)},
-        {"more keys than counted", {"a", "b"}, argv({"batch", "", "1"}, one)},
-        {"fewer keys than counted", {"a"}, argv(argv({"batch", "", "2"}, one), one)},
-        {"arguments missing", {"a"}, {"batch", "", "1", "fixed_window", "5"}},
-        {"arguments left over", {"a"}, argv(argv({"batch", "", "1"}, one), {"x"})},
-        {"bad time", {"a"}, argv({"batch", "soon", "1"}, one)},
-        {"bad limit in the last request",
+        {"no zone count", {}, {"batch", ""}},
+        {"no zone", {"a"}, {"batch", "", "0", "1", "1", "1"}},
+        {"zone count not a number", {"a"}, argv({"batch", "", "x"}, zone)},
+        {"zone count over the zones", {"a"}, argv({"batch", "", "2"}, zone)},
+        {"zone arguments missing", {"a"}, {"batch", "", "1", "fixed_window"}},
+        {"bad zone limit",
+         {"a"},
+         {"batch", "", "1", "fixed_window", "five", "1000", "0", "1", "1",
+          "1"}},
+        {"no request", {}, one_zone},
+        {"count 0", {"a"}, argv(one_zone, {"0", "1", "1"})},
+        {"count not a number", {"a"}, argv(one_zone, {"x", "1", "1"})},
+        {"count not whole", {"a"}, argv(one_zone, {"1.5", "1", "1"})},
+        {"zone 0", {"a"}, argv(one_zone, {"1", "0", "1"})},
+        {"zone over the zones", {"a"}, argv(one_zone, {"1", "2", "1"})},
+        {"bad cost", {"a"}, argv(one_zone, {"1", "1", "x"})},
+        {"more keys than counted", {"a", "b"}, argv(one_zone, {"1", "1", "1"})},
+        {"fewer keys than counted",
+         {"a"},
+         argv(one_zone, {"1", "1", "1", "1", "1", "1"})},
+        {"arguments missing", {"a"}, argv(one_zone, {"1", "1"})},
+        {"arguments left over", {"a"}, argv(one_zone, {"1", "1", "1", "x"})},
+        {"bad time", {"a"}, argv({"batch", "soon", "1"}, argv(zone, {"1", "1", "1"}))},
+        {"bad cost in the last request",
          {"a", "b"},
-         argv(argv({"batch", "", "1"}, one),
-              {"1", "fixed_window", "five", "1000", "0", "1"})},
+         argv(one_zone, {"1", "1", "1", "1", "1", "five"})},
     };
     for (const Case& c : cases) {
         Reply r = evalsha(c.keys, c.argv);
@@ -219,9 +242,10 @@ TEST_F(BatchTest, BadBatchesChangeNothing) {
         EXPECT_TRUE(key_names().empty()) << c.what;
     }
 
-    Reply r = evalsha({"a", "b"}, argv(argv({"batch", "", "1"}, one),
-                                       {"1", "fixed_windows", "5", "1000", "0",
-                                        "1"}));
+    Reply r = evalsha({"a", "b"},
+                      {"batch", "", "2", "fixed_window", "5", "1000", "0",
+                       "fixed_windows", "5", "1000", "0", "1", "1", "1", "1",
+                       "2", "1"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
     EXPECT_EQ(std::string(r->str, r->len),
               "ERR redis_ratelimit: unknown algorithm fixed_windows");

@@ -95,7 +95,10 @@ static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_batch_send(
     ngx_http_redis_ratelimit_batch_t *batch);
 static u_char *ngx_http_redis_ratelimit_batch_format(
-    ngx_http_redis_ratelimit_batch_t *batch, u_char *p);
+    ngx_http_redis_ratelimit_batch_t *batch,
+    ngx_http_redis_ratelimit_zone_t **zones, u_char *p);
+static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_part_zone(
+    ngx_http_redis_ratelimit_part_t *part, ngx_uint_t j);
 static ngx_int_t ngx_http_redis_ratelimit_part_out(
     ngx_http_redis_ratelimit_part_t *part);
 static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
@@ -610,6 +613,7 @@ static void
 ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 {
     ngx_uint_t                        i, n;
+    ngx_http_redis_ratelimit_zone_t **zones;
     ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_part_t  *part;
 
@@ -647,14 +651,24 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
     }
 
     batch->command = ngx_alloc(batch->size + 256, node->log);
-    if (batch->command == NULL) {
+    zones = ngx_alloc(batch->nkeys * sizeof(ngx_http_redis_ratelimit_zone_t *),
+                      node->log);
+
+    if (batch->command == NULL || zones == NULL) {
+        if (zones) {
+            ngx_free(zones);
+        }
+
         ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
     }
 
-    batch->len = ngx_http_redis_ratelimit_batch_format(batch, batch->command)
+    batch->len = ngx_http_redis_ratelimit_batch_format(batch, zones,
+                                                       batch->command)
                  - batch->command;
+
+    ngx_free(zones);
 
     if (ngx_http_redis_ratelimit_command_formatted(node,
                                       ngx_http_redis_ratelimit_batch_reply,
@@ -674,19 +688,21 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
 
 /*
- * [EVALSHA sha nkeys keys.. "batch" "" (n limits..)..] in RESP, from the
- * parts' arguments (see ngx_http_redis_ratelimit_prepare()): one string,
- * that hiredis sends as it is
+ * [EVALSHA sha nkeys keys.. "batch" "" nzones (zone args)..
+ * (n (zone cost)..)..] in RESP, from the parts' arguments (see
+ * ngx_http_redis_ratelimit_prepare()): one string, that hiredis sends as
+ * it is. Each zone's arguments go once: zones[] has room for a zone a key.
  */
 
 static u_char *
 ngx_http_redis_ratelimit_batch_format(ngx_http_redis_ratelimit_batch_t *batch,
-    u_char *p)
+    ngx_http_redis_ratelimit_zone_t **zones, u_char *p)
 {
     size_t                            len;
-    ngx_uint_t                        i, j, m, argc;
+    ngx_uint_t                        i, j, z, nzones, argc;
     ngx_str_t                        *sha;
     ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_zone_t  *zone;
     u_char                            number[NGX_INT_T_LEN];
 
 #define ngx_http_redis_ratelimit_bulk(data, len)                              \
@@ -694,15 +710,36 @@ ngx_http_redis_ratelimit_batch_format(ngx_http_redis_ratelimit_batch_t *batch,
     p = ngx_cpymem(p, data, len);                                             \
     *p++ = '\r'; *p++ = '\n'
 
+#define ngx_http_redis_ratelimit_bulk_number(n)                               \
+    len = ngx_sprintf(number, "%ui", (ngx_uint_t) (n)) - number;              \
+    ngx_http_redis_ratelimit_bulk(number, len)
+
+    /* the batch's zones: a few, in practice */
+
+    nzones = 0;
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        for (j = 0; j < part->nlimits; j++) {
+            zone = ngx_http_redis_ratelimit_part_zone(part, j);
+
+            for (z = 0; z < nzones && zones[z] != zone; z++) { /* void */ }
+
+            if (z == nzones) {
+                zones[nzones++] = zone;
+            }
+        }
+    }
+
     sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
 
-    argc = 3 + batch->nkeys + 2 + batch->nparts
-           + RRL_ARGS_PER_LIMIT * batch->nkeys;
+    argc = 3 + batch->nkeys + 3 + 4 * nzones + batch->nparts
+           + 2 * batch->nkeys;
 
     p = ngx_sprintf(p, "*%ui\r\n$7\r\nEVALSHA\r\n", argc);
     ngx_http_redis_ratelimit_bulk(sha->data, sha->len);
-    len = ngx_sprintf(number, "%ui", batch->nkeys) - number;
-    ngx_http_redis_ratelimit_bulk(number, len);
+    ngx_http_redis_ratelimit_bulk_number(batch->nkeys);
 
     for (i = 0; i < batch->nparts; i++) {
         part = batch->parts[i];
@@ -713,29 +750,59 @@ ngx_http_redis_ratelimit_batch_format(ngx_http_redis_ratelimit_batch_t *batch,
         }
     }
 
-    /* ARGV: "batch", "" (no injected time: Redis TIME), then each part */
+    /* ARGV: "batch", "" (no injected time: Redis TIME), the zones */
+
     p = ngx_cpymem(p, "$5\r\nbatch\r\n$0\r\n\r\n",
                    sizeof("$5\r\nbatch\r\n$0\r\n\r\n") - 1);
+    ngx_http_redis_ratelimit_bulk_number(nzones);
+
+    for (z = 0; z < nzones; z++) {
+        zone = zones[z];
+        ngx_http_redis_ratelimit_bulk(zone->algorithm_arg.data,
+                                      zone->algorithm_arg.len);
+        ngx_http_redis_ratelimit_bulk(zone->limit_arg.data,
+                                      zone->limit_arg.len);
+        ngx_http_redis_ratelimit_bulk(zone->period_arg.data,
+                                      zone->period_arg.len);
+        ngx_http_redis_ratelimit_bulk(zone->burst_arg.data,
+                                      zone->burst_arg.len);
+    }
+
+    /* each request: its count, then each limit's zone and cost */
 
     for (i = 0; i < batch->nparts; i++) {
         part = batch->parts[i];
 
-        len = ngx_sprintf(number, "%ui", part->nlimits) - number;
-        ngx_http_redis_ratelimit_bulk(number, len);
+        ngx_http_redis_ratelimit_bulk_number(part->nlimits);
 
         for (j = 0; j < part->nlimits; j++) {
-            for (m = 0; m < RRL_ARGS_PER_LIMIT; m++) {
-                ngx_http_redis_ratelimit_bulk(
-                    part->argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + m],
-                    part->argvlen[4 + part->nlimits
-                                  + RRL_ARGS_PER_LIMIT * j + m]);
-            }
+            zone = ngx_http_redis_ratelimit_part_zone(part, j);
+
+            for (z = 0; zones[z] != zone; z++) { /* void */ }
+
+            ngx_http_redis_ratelimit_bulk_number(z + 1);
+
+            /* the cost: the limit's 5th argument */
+            ngx_http_redis_ratelimit_bulk(
+                part->argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + 4],
+                part->argvlen[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + 4]);
         }
     }
 
+#undef ngx_http_redis_ratelimit_bulk_number
 #undef ngx_http_redis_ratelimit_bulk
 
     return p;
+}
+
+
+/* the zone of the part's limit j, from its request */
+
+static ngx_http_redis_ratelimit_zone_t *
+ngx_http_redis_ratelimit_part_zone(ngx_http_redis_ratelimit_part_t *part,
+    ngx_uint_t j)
+{
+    return part->call->ctx->limits[part->index[j]]->zone;
 }
 
 
