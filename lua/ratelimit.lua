@@ -127,21 +127,35 @@ if batch then
     zones[z] = zone
     a = a + 4
   end
+  -- counts, zone numbers and costs repeat ("1"): a table lookup is much
+  -- cheaper than tonumber's strtod
+  local numbers = {}
+  local function number(s)
+    local v = numbers[s]
+    if v == nil then
+      v = tonumber(s) or false
+      numbers[s] = v
+    end
+    return v
+  end
   local requests, k, nargv, nkeys = {}, 1, #ARGV, #KEYS
   while a <= nargv do
-    local n = tonumber(ARGV[a])
+    local n = number(ARGV[a])
     if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > nkeys
       or a + 2 * n > nargv then
       return redis.error_reply(bad_arguments)
     end
     local limits = {}
     for i = 1, n do
-      local zone = zones[tonumber(ARGV[a + 2 * i - 1])]
-      local cost = tonumber(ARGV[a + 2 * i])
+      local zone = zones[number(ARGV[a + 2 * i - 1])]
+      local cost = number(ARGV[a + 2 * i])
       if not (zone and cost) then return redis.error_reply(bad_arguments) end
       limits[i] = {
         key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
         period = zone.period, burst = zone.burst, cost = cost,
+        -- the algorithms' own fields: setting them never grows the table
+        window = false, count = false, ttl = false, current = false,
+        prev = false, keep_ttl = false,
       }
       k = k + 1
     end
