@@ -28,6 +28,7 @@
 #      60000r/m, one global 1000000000r/h (limit_req: 1000r/s, 1000r/s and
 #      277778r/s, each with a burst of one second, nodelay)
 #   c  one hot key (a bot) from all 64 connections, 10r/s: nearly all 429
+#      (the module answers them from its deny cache, the default)
 #   d  Redis 1 ms away: redis-server in a network namespace behind a veth
 #      pair, with `tc qdisc ... netem delay 0.5ms` on both ends (0.5 ms each
 #      way: a round trip of ~1 ms). Kernels built without netem (such as
