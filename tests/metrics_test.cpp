@@ -1,10 +1,11 @@
 // The Prometheus exposition of "redis_ratelimit_metrics": label escaping,
 // bucket choice, cumulative histogram buckets, sum and count.
+#include "metrics.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "metrics.hpp"
 #include "rrl.h"
 
 namespace {
@@ -54,11 +55,14 @@ TEST(Metrics, RequestsPerZoneAndStatus) {
     m.nzones = 2;
     std::string text = format(m);
 
-    EXPECT_TRUE(has_line(text, "# TYPE redis_ratelimit_requests_total counter"));
-    EXPECT_TRUE(has_line(
-        text, "redis_ratelimit_requests_total{zone=\"per_ip\",status=\"passed\"} 10"));
-    EXPECT_TRUE(has_line(
-        text, "redis_ratelimit_requests_total{zone=\"per_ip\",status=\"rejected\"} 3"));
+    EXPECT_TRUE(
+        has_line(text, "# TYPE redis_ratelimit_requests_total counter"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"passed\"} 10"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"rejected\"} 3"));
     EXPECT_TRUE(has_line(text,
                          "redis_ratelimit_requests_total{zone=\"per_ip\","
                          "status=\"rejected_dry_run\"} 0"));
@@ -71,9 +75,10 @@ TEST(Metrics, RequestsPerZoneAndStatus) {
     EXPECT_TRUE(has_line(text,
                          "redis_ratelimit_requests_total{zone=\"per_ip\","
                          "status=\"failed_local\"} 7"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_requests_total{zone=\"we\\\"ird\\\\\","
-                         "status=\"rejected_dry_run\"} 2"));
+    EXPECT_TRUE(
+        has_line(text,
+                 "redis_ratelimit_requests_total{zone=\"we\\\"ird\\\\\","
+                 "status=\"rejected_dry_run\"} 2"));
     // one TYPE line a family
     EXPECT_EQ(text.find("# TYPE redis_ratelimit_requests_total"),
               text.rfind("# TYPE redis_ratelimit_requests_total"));
@@ -87,19 +92,20 @@ TEST(Metrics, HistogramBucketsAreCumulative) {
     m.rtt_sum_us = 2004001;
     std::string text = format(m);
 
-    EXPECT_TRUE(has_line(text,
-                         "# TYPE redis_ratelimit_redis_rtt_seconds histogram"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0005\"} 4"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.001\"} 4"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0025\"} 5"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_redis_rtt_seconds_bucket{le=\"1\"} 5"));
-    EXPECT_TRUE(has_line(text,
-                         "redis_ratelimit_redis_rtt_seconds_bucket{le=\"+Inf\"} 7"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 2.004001"));
+    EXPECT_TRUE(
+        has_line(text, "# TYPE redis_ratelimit_redis_rtt_seconds histogram"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0005\"} 4"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.001\"} 4"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0025\"} 5"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"1\"} 5"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"+Inf\"} 7"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 2.004001"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_count 7"));
 }
 
@@ -114,16 +120,22 @@ TEST(Metrics, ErrorsAndGauges) {
     m.circuits[RRL_METRICS_CIRCUIT_OPEN] = 1;
     std::string text = format(m);
 
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_errors_total{kind=\"timeout\"} 3"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_errors_total{kind=\"noscript\"} 1"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_errors_total{kind=\"max_parked\"} 9"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_errors_total{kind=\"moved\"} 0"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 0.000000"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"timeout\"} 3"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"noscript\"} 1"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"max_parked\"} 9"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_errors_total{kind=\"moved\"} 0"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 0.000000"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_count 0"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_parked_requests 5"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_connections 2"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_circuits{state=\"closed\"} 1"));
-    EXPECT_TRUE(has_line(text, "redis_ratelimit_circuits{state=\"half_open\"} 0"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_circuits{state=\"half_open\"} 0"));
     EXPECT_TRUE(has_line(text, "redis_ratelimit_circuits{state=\"open\"} 1"));
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(text.back(), '\n');

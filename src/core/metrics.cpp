@@ -10,8 +10,8 @@ namespace {
 
 // upper bounds in microseconds, and as written in le="..."
 constexpr std::array<std::uint64_t, RRL_METRICS_BUCKETS - 1> kBoundsUs = {
-    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
-    1000000};
+    500,   1000,   2500,   5000,   10000,  25000,
+    50000, 100000, 250000, 500000, 1000000};
 
 constexpr std::array<const char*, RRL_METRICS_BUCKETS> kBoundsText = {
     "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
