@@ -248,13 +248,6 @@ ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind)
 }
 
 
-int64_t
-ngx_http_redis_ratelimit_metrics_clock(void)
-{
-    return ngx_http_redis_ratelimit_deny_clock();
-}
-
-
 /* a script call's reply (NULL: the connection was lost), sent at "sent" */
 
 void
@@ -566,7 +559,7 @@ ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
             ngx_memcpy(entry->name, zones[i].name.data, entry->len);
             ngx_queue_insert_tail(&sh->zones, &entry->queue);
 
-        } else if (entry->generation != previous || previous == 0) {
+        } else if (entry->generation != previous) {
             /* not in the previous configuration: added back, from 0 */
             for (j = 0; j < RRL_METRICS_STATUSES; j++) {
                 entry->requests[j] = 0;
