@@ -11,6 +11,7 @@ packages=(
     perl libtest-redisserver-perl
     clang libclang-rt-14-dev
     wrk
+    prometheus
 )
 
 missing=()

@@ -1,5 +1,6 @@
 // The extern "C" face of the core: argument checks, and no exception ever
 // crosses into nginx.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "key.hpp"
 #include "local.hpp"
 #include "log.hpp"
+#include "metrics.hpp"
 #include "rate.hpp"
 #include "reply.hpp"
 #include "rrl.h"
@@ -223,6 +225,21 @@ int rrl_deny_applies(const rrl_deny_entry_t* entry,
                      const rrl_deny_limit_t* limit, int64_t now_us,
                      int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
     return rrl::deny_applies(*entry, *limit, now_us, values) ? 1 : 0;
+}
+
+size_t rrl_metrics_bucket(uint64_t rtt_us) noexcept {
+    return rrl::metrics_bucket(rtt_us);
+}
+
+size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,
+                          size_t size) noexcept {
+    return guarded("rrl_metrics_format", size_t{0}, [&] {
+        std::string out = rrl::metrics_format(*m);
+        if (size > 0) {
+            std::memcpy(buf, out.data(), std::min(size, out.size()));
+        }
+        return out.size();
+    });
 }
 
 }  // extern "C"

@@ -310,6 +310,63 @@ int rrl_deny_applies(const rrl_deny_entry_t *entry,
     const rrl_deny_limit_t *limit, int64_t now_us,
     int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
 
+/*
+ * Metrics ("redis_ratelimit_metrics"): the Prometheus text exposition
+ * (format 0.0.4) of the counters the shim keeps in shared memory.
+ */
+
+/* requests by $redis_ratelimit_status: index = status - 1 */
+#define RRL_METRICS_STATUSES  6
+
+/* failed Redis calls, by kind */
+#define RRL_METRICS_ERR_TIMEOUT       0   /* no reply within timeout */
+#define RRL_METRICS_ERR_CONNECTION    1   /* none, lost, cannot send */
+#define RRL_METRICS_ERR_NOSCRIPT      2
+#define RRL_METRICS_ERR_MOVED         3
+#define RRL_METRICS_ERR_ASK           4
+#define RRL_METRICS_ERR_ERROR_REPLY   5   /* any other error reply */
+#define RRL_METRICS_ERR_BAD_REPLY     6   /* not the script's shape */
+#define RRL_METRICS_ERR_CIRCUIT_OPEN  7   /* not asked: circuit open */
+#define RRL_METRICS_ERR_MAX_PARKED    8   /* not asked: max_parked */
+#define RRL_METRICS_ERR_KINDS         9
+
+/* round-trip time buckets: 0.5 ms .. 1 s, then +Inf */
+#define RRL_METRICS_BUCKETS  12
+
+#define RRL_METRICS_CIRCUIT_CLOSED     0
+#define RRL_METRICS_CIRCUIT_HALF_OPEN  1
+#define RRL_METRICS_CIRCUIT_OPEN       2
+#define RRL_METRICS_CIRCUIT_STATES     3
+
+typedef struct {
+    const char  *name;
+    size_t       len;
+    uint64_t     requests[RRL_METRICS_STATUSES];
+} rrl_metrics_zone_t;
+
+typedef struct {
+    const rrl_metrics_zone_t  *zones;
+    size_t                     nzones;
+    uint64_t                   errors[RRL_METRICS_ERR_KINDS];
+    /* per bucket (not cumulative); the count is their sum */
+    uint64_t                   rtt_buckets[RRL_METRICS_BUCKETS];
+    uint64_t                   rtt_sum_us;
+    uint64_t                   parked;
+    uint64_t                   connections;
+    uint64_t                   circuits[RRL_METRICS_CIRCUIT_STATES];
+} rrl_metrics_t;
+
+/* the bucket of a round trip of rtt_us: the first bound >= it */
+size_t rrl_metrics_bucket(uint64_t rtt_us) RRL_NOEXCEPT;
+
+/*
+ * Writes the exposition of *m into buf, at most size bytes (buf may be
+ * NULL when size is 0); returns its whole length, as snprintf does, or 0
+ * on failure.
+ */
+size_t rrl_metrics_format(const rrl_metrics_t *m, char *buf, size_t size)
+    RRL_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -67,6 +67,7 @@ struct ngx_http_redis_ratelimit_batch_s {
     ngx_uint_t                   nvalues;     /* the reply's integers */
     unsigned                     retried:1;   /* after NOSCRIPT */
     unsigned                     redirected:1; /* after MOVED or ASK */
+    int64_t                      sent;        /* for metrics, us */
     ngx_uint_t                   nparts;
     ngx_http_redis_ratelimit_part_t   *parts[NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS];
 };
@@ -250,6 +251,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
                                      "redis_ratelimit: %ui requests already "
                                      "wait for %V", link->parked,
                                      &link->conf->server);
+        ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_MAX_PARKED);
         return NULL;
     }
 
@@ -284,6 +286,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
             ngx_http_redis_ratelimit_log_failure(r->connection->log,
                                      "redis_ratelimit: no connection to %V",
                                      node ? &node->name : &link->conf->server);
+            ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
             goto failed;
         }
 
@@ -299,6 +302,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
                 call->parts[i].node->probing = 0;
             }
 
+            ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CIRCUIT_OPEN);
             goto failed;
         }
     }
@@ -645,6 +649,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
     }
 
     if (node->ac == NULL) {
+        ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
         ngx_http_redis_ratelimit_batch_fail(batch, "no connection");
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
@@ -676,6 +681,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
                                       batch->len)
         != NGX_OK)
     {
+        ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
         ngx_http_redis_ratelimit_batch_fail(batch, "cannot send: %s",
                                             node->ac && node->ac->errstr[0]
                                             ? node->ac->errstr : "closing");
@@ -683,6 +689,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         return;
     }
 
+    batch->sent = ngx_http_redis_ratelimit_deny_clock();
     node->in_flight++;
 }
 
@@ -847,6 +854,8 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
 
     node = batch->node;
 
+    ngx_http_redis_ratelimit_metrics_reply(batch->sent, rr);
+
     kind = (rr != NULL && rr->type == REDIS_REPLY_ERROR)
            ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
            : RRL_REPLY_ERROR;
@@ -922,6 +931,7 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     batch->node = node;
+    batch->sent = ngx_http_redis_ratelimit_deny_clock();
     node->in_flight++;
 
     for (i = 0; i < batch->nparts; i++) {
@@ -1186,6 +1196,7 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 
     call->pending = 0;
 
+    ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_TIMEOUT);
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
 
     /* the call may be freed by now: the breaker needs only the nodes */

@@ -205,6 +205,13 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, log_level),
       &ngx_http_redis_ratelimit_log_levels },
 
+    { ngx_string("redis_ratelimit_metrics"),
+      NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_redis_ratelimit_metrics,
+      0,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -330,6 +337,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
     if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
         ngx_http_redis_ratelimit_decide_cached(r, ctx);
+        ngx_http_redis_ratelimit_metrics_request(ctx);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return ctx->rc;
     }
@@ -339,6 +347,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
     if (ctx->call == NULL) {
         ngx_http_redis_ratelimit_fail(r, ctx);
+        ngx_http_redis_ratelimit_metrics_request(ctx);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return ctx->rc;
     }
@@ -554,6 +563,7 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
     ngx_connection_t  *c;
 
     ngx_http_redis_ratelimit_decide(r, ctx);
+    ngx_http_redis_ratelimit_metrics_request(ctx);
 
     c = r->connection;
 
@@ -1906,12 +1916,17 @@ ngx_http_redis_ratelimit_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    return ngx_http_redis_ratelimit_link_init(cycle, rmcf);
+    if (ngx_http_redis_ratelimit_link_init(cycle, rmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_redis_ratelimit_metrics_init_process(cycle);
 }
 
 
 static void
 ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_redis_ratelimit_metrics_exit_process();
     ngx_http_redis_ratelimit_link_exit();
 }

@@ -60,6 +60,8 @@ typedef struct {
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
 
+    void                        *metrics;     /* its counters, or NULL */
+
     u_char                      *file;
     ngx_uint_t                   line;
 } ngx_http_redis_ratelimit_zone_t;
@@ -107,6 +109,8 @@ typedef struct {
 
     size_t                       deny_size;   /* 0: off */
     ngx_shm_zone_t              *deny_zone;   /* NULL: off */
+
+    ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
 
     ngx_str_t                    script_sha1;
 } ngx_http_redis_ratelimit_main_conf_t;
@@ -234,6 +238,20 @@ ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
 /* keeps the limits that rejected the request in Redis's decoded reply */
 void ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
+
+/* metrics: "redis_ratelimit_metrics", counters in shared memory */
+
+char *ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_redis_ratelimit_metrics_init_process(ngx_cycle_t *cycle);
+void ngx_http_redis_ratelimit_metrics_exit_process(void);
+/* a request decided: ctx->status, once in each zone of its limits */
+void ngx_http_redis_ratelimit_metrics_request(
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
+void ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind);
+/* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
+void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);

@@ -1,0 +1,574 @@
+
+/*
+ * "redis_ratelimit_metrics": counters of all workers in one shared memory
+ * zone (atomic adds), served in the Prometheus text format by a location
+ * handler, as stub_status does. The zone keeps its counters across reloads
+ * (it has a fixed size, so nginx reuses it); a zone of limits keeps its
+ * counters by name, one removed stops being reported, one added (or added
+ * back) starts at 0. The gauges are per worker: each worker writes its own
+ * slot (ngx_process_slot) every second and when it serves the metrics;
+ * they are summed.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_link.h"
+
+
+#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME  "redis_ratelimit_metrics"
+#define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)
+#define NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH  1000
+
+/* node.c's circuit states */
+#define NGX_HTTP_REDIS_RATELIMIT_NODE_CLOSED     0
+#define NGX_HTTP_REDIS_RATELIMIT_NODE_OPEN       1
+#define NGX_HTTP_REDIS_RATELIMIT_NODE_HALF_OPEN  2
+
+
+typedef struct {
+    ngx_queue_t                  queue;
+    ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
+    ngx_uint_t                   generation;  /* of the last config */
+    size_t                       len;
+    u_char                       name[1];
+} ngx_http_redis_ratelimit_metrics_zone_t;
+
+
+/* the gauges of one worker process */
+typedef struct {
+    ngx_atomic_t                 parked;
+    ngx_atomic_t                 connections;
+    ngx_atomic_t                 circuits[RRL_METRICS_CIRCUIT_STATES];
+} ngx_http_redis_ratelimit_metrics_slot_t;
+
+
+typedef struct {
+    ngx_queue_t                  zones;
+    ngx_uint_t                   generation;
+    ngx_atomic_t                 errors[RRL_METRICS_ERR_KINDS];
+    ngx_atomic_t                 rtt_buckets[RRL_METRICS_BUCKETS];
+    ngx_atomic_t                 rtt_sum_us;
+    ngx_http_redis_ratelimit_metrics_slot_t  slots[NGX_MAX_PROCESSES];
+} ngx_http_redis_ratelimit_metrics_shctx_t;
+
+
+static ngx_int_t ngx_http_redis_ratelimit_metrics_handler(
+    ngx_http_request_t *r);
+static ngx_http_redis_ratelimit_metrics_shctx_t *
+    ngx_http_redis_ratelimit_metrics_sh(void);
+static void ngx_http_redis_ratelimit_metrics_publish(void);
+static void ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
+    ngx_shm_zone_t *shm_zone, void *data);
+
+
+static ngx_event_t       ngx_http_redis_ratelimit_metrics_timer;
+/* what the timer's debug lines read as its connection */
+static ngx_connection_t  ngx_http_redis_ratelimit_metrics_dummy;
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
+{
+    size_t                                     len;
+    ngx_int_t                                  rc;
+    ngx_buf_t                                 *b;
+    ngx_uint_t                                 i, j, k;
+    ngx_chain_t                                out;
+    rrl_metrics_t                              m;
+    rrl_metrics_zone_t                        *mz;
+    ngx_http_redis_ratelimit_zone_t           *zones;
+    ngx_http_redis_ratelimit_main_conf_t      *rmcf;
+    ngx_http_redis_ratelimit_metrics_zone_t   *entry;
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+    sh = rmcf->metrics_zone->data;
+
+    ngx_memzero(&m, sizeof(rrl_metrics_t));
+
+    zones = rmcf->zones.elts;
+
+    mz = ngx_pcalloc(r->pool, (rmcf->zones.nelts + 1)
+                              * sizeof(rrl_metrics_zone_t));
+    if (mz == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        entry = zones[i].metrics;
+
+        if (entry == NULL) {
+            /* no room in the zone: logged at start */
+            continue;
+        }
+
+        mz[m.nzones].name = (const char *) zones[i].name.data;
+        mz[m.nzones].len = zones[i].name.len;
+
+        for (j = 0; j < RRL_METRICS_STATUSES; j++) {
+            mz[m.nzones].requests[j] = entry->requests[j];
+        }
+
+        m.nzones++;
+    }
+
+    m.zones = mz;
+
+    if (sh) {
+        ngx_http_redis_ratelimit_metrics_publish();
+
+        for (k = 0; k < RRL_METRICS_ERR_KINDS; k++) {
+            m.errors[k] = sh->errors[k];
+        }
+
+        for (k = 0; k < RRL_METRICS_BUCKETS; k++) {
+            m.rtt_buckets[k] = sh->rtt_buckets[k];
+        }
+
+        m.rtt_sum_us = sh->rtt_sum_us;
+
+        for (i = 0; i < NGX_MAX_PROCESSES; i++) {
+            m.parked += sh->slots[i].parked;
+            m.connections += sh->slots[i].connections;
+
+            for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
+                m.circuits[k] += sh->slots[i].circuits[k];
+            }
+        }
+    }
+
+    len = rrl_metrics_format(&m, NULL, 0);
+    if (len == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rrl_metrics_format(&m, (char *) b->pos, len) != len) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = b->pos + len;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* the zone of the running configuration, if it has one */
+
+static ngx_http_redis_ratelimit_metrics_shctx_t *
+ngx_http_redis_ratelimit_metrics_sh(void)
+{
+    ngx_http_conf_ctx_t                   *http;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    http = (ngx_http_conf_ctx_t *) ngx_cycle->conf_ctx[ngx_http_module.index];
+
+    if (http == NULL) {
+        return NULL;
+    }
+
+    rmcf = http->main_conf[ngx_http_redis_ratelimit_module.ctx_index];
+
+    if (rmcf == NULL || rmcf->metrics_zone == NULL) {
+        return NULL;
+    }
+
+    return rmcf->metrics_zone->data;
+}
+
+
+void
+ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                                i;
+    ngx_http_redis_ratelimit_metrics_zone_t  *entry;
+
+    if (ctx->status == 0 || ctx->status > RRL_METRICS_STATUSES) {
+        return;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        entry = ctx->limits[i]->zone->metrics;
+
+        if (entry) {
+            (void) ngx_atomic_fetch_add(&entry->requests[ctx->status - 1], 1);
+        }
+    }
+}
+
+
+void
+ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind)
+{
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh && kind < RRL_METRICS_ERR_KINDS) {
+        (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
+    }
+}
+
+
+/* a script call's reply (NULL: the connection was lost), sent at "sent" */
+
+void
+ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
+{
+    int64_t                                    rtt;
+    ngx_uint_t                                 kind;
+    redisReply                                *rr = reply;
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh == NULL) {
+        return;
+    }
+
+    if (rr == NULL) {
+        (void) ngx_atomic_fetch_add(
+                              &sh->errors[RRL_METRICS_ERR_CONNECTION], 1);
+        return;
+    }
+
+    rtt = ngx_http_redis_ratelimit_deny_clock() - sent;
+
+    if (sent > 0 && rtt >= 0) {
+        (void) ngx_atomic_fetch_add(
+                   &sh->rtt_buckets[rrl_metrics_bucket((uint64_t) rtt)], 1);
+        (void) ngx_atomic_fetch_add(&sh->rtt_sum_us, (ngx_atomic_int_t) rtt);
+    }
+
+    if (rr->type == REDIS_REPLY_ARRAY) {
+        return;
+    }
+
+    if (rr->type != REDIS_REPLY_ERROR) {
+        kind = RRL_METRICS_ERR_BAD_REPLY;
+
+    } else {
+        switch (rrl_reply_error_kind(rr->str, rr->len)) {
+
+        case RRL_REPLY_NOSCRIPT:
+            kind = RRL_METRICS_ERR_NOSCRIPT;
+            break;
+
+        case RRL_REPLY_MOVED:
+            kind = RRL_METRICS_ERR_MOVED;
+            break;
+
+        case RRL_REPLY_ASK:
+            kind = RRL_METRICS_ERR_ASK;
+            break;
+
+        default:
+            kind = RRL_METRICS_ERR_ERROR_REPLY;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
+}
+
+
+/* this worker's gauges, into its slot */
+
+static void
+ngx_http_redis_ratelimit_metrics_publish(void)
+{
+    ngx_uint_t                                 connections;
+    ngx_uint_t                                 circuits[RRL_METRICS_CIRCUIT_STATES];
+    ngx_queue_t                               *q;
+    ngx_http_redis_ratelimit_node_t           *node;
+    ngx_http_redis_ratelimit_metrics_slot_t   *slot;
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+    ngx_http_redis_ratelimit_link_t           *link = &ngx_http_redis_ratelimit_link;
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh == NULL || link->conf == NULL || ngx_process_slot < 0
+        || ngx_process_slot >= NGX_MAX_PROCESSES)
+    {
+        return;
+    }
+
+    connections = 0;
+    ngx_memzero(circuits, sizeof(circuits));
+
+    for (q = ngx_queue_head(&link->nodes);
+         q != ngx_queue_sentinel(&link->nodes);
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+
+        if (node->role != NGX_HTTP_REDIS_RATELIMIT_DATA || !node->reconnect) {
+            continue;
+        }
+
+        if (node->ac && node->connected) {
+            connections++;
+        }
+
+        switch (node->circuit) {
+
+        case NGX_HTTP_REDIS_RATELIMIT_NODE_OPEN:
+            circuits[RRL_METRICS_CIRCUIT_OPEN]++;
+            break;
+
+        case NGX_HTTP_REDIS_RATELIMIT_NODE_HALF_OPEN:
+            circuits[RRL_METRICS_CIRCUIT_HALF_OPEN]++;
+            break;
+
+        default:
+            circuits[RRL_METRICS_CIRCUIT_CLOSED]++;
+        }
+    }
+
+    slot = &sh->slots[ngx_process_slot];
+
+    slot->parked = link->parked;
+    slot->connections = connections;
+    slot->circuits[RRL_METRICS_CIRCUIT_CLOSED] =
+                                       circuits[RRL_METRICS_CIRCUIT_CLOSED];
+    slot->circuits[RRL_METRICS_CIRCUIT_HALF_OPEN] =
+                                       circuits[RRL_METRICS_CIRCUIT_HALF_OPEN];
+    slot->circuits[RRL_METRICS_CIRCUIT_OPEN] =
+                                       circuits[RRL_METRICS_CIRCUIT_OPEN];
+}
+
+
+static void
+ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev)
+{
+    ngx_http_redis_ratelimit_metrics_publish();
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH);
+    }
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_metrics_init_process(ngx_cycle_t *cycle)
+{
+    ngx_event_t  *ev = &ngx_http_redis_ratelimit_metrics_timer;
+
+    if (ngx_http_redis_ratelimit_metrics_sh() == NULL) {
+        return NGX_OK;
+    }
+
+    ev->handler = ngx_http_redis_ratelimit_metrics_timer_handler;
+    ev->log = cycle->log;
+    ngx_http_redis_ratelimit_metrics_dummy.fd = (ngx_socket_t) -1;
+    ev->data = &ngx_http_redis_ratelimit_metrics_dummy;
+    ev->cancelable = 1;
+
+    ngx_http_redis_ratelimit_metrics_publish();
+    ngx_add_timer(ev, NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH);
+
+    return NGX_OK;
+}
+
+
+/* a worker gone has no parked requests nor connections */
+
+void
+ngx_http_redis_ratelimit_metrics_exit_process(void)
+{
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    if (ngx_http_redis_ratelimit_metrics_timer.timer_set) {
+        ngx_del_timer(&ngx_http_redis_ratelimit_metrics_timer);
+    }
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh && ngx_process_slot >= 0 && ngx_process_slot < NGX_MAX_PROCESSES
+        && (ngx_process == NGX_PROCESS_WORKER
+            || ngx_process == NGX_PROCESS_SINGLE))
+    {
+        ngx_memzero((void *) &sh->slots[ngx_process_slot],
+                    sizeof(ngx_http_redis_ratelimit_metrics_slot_t));
+    }
+}
+
+
+char *
+ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_str_t                              name;
+    ngx_shm_zone_t                        *shm_zone;
+    ngx_http_core_loc_conf_t              *clcf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_redis_ratelimit_metrics_handler;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_redis_ratelimit_module);
+
+    if (rmcf->metrics_zone) {
+        return NGX_CONF_OK;
+    }
+
+    ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME);
+
+    shm_zone = ngx_shared_memory_add(cf, &name,
+                                     NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE,
+                                     &ngx_http_redis_ratelimit_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* the zones of limits are known once the whole configuration is read */
+    shm_zone->init = ngx_http_redis_ratelimit_metrics_init_zone;
+    shm_zone->data = rmcf;
+
+    rmcf->metrics_zone = shm_zone;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * Run by the master, before the workers start: the counters of each zone of
+ * limits, found by name in the shared memory (a reload keeps them), or new.
+ * Entries are never freed: old workers may still count into them.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data)
+{
+    size_t                                     len;
+    ngx_uint_t                                 i, j, previous;
+    ngx_queue_t                               *q;
+    ngx_slab_pool_t                           *shpool;
+    ngx_http_redis_ratelimit_zone_t           *zones;
+    ngx_http_redis_ratelimit_main_conf_t      *rmcf;
+    ngx_http_redis_ratelimit_metrics_zone_t   *entry;
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    rmcf = shm_zone->data;
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (data || shm_zone->shm.exists) {
+        sh = shpool->data;
+
+    } else {
+        sh = ngx_slab_calloc(shpool,
+                             sizeof(ngx_http_redis_ratelimit_metrics_shctx_t));
+        if (sh == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_queue_init(&sh->zones);
+        shpool->data = sh;
+
+        len = sizeof(" in redis_ratelimit metrics zone \"\"")
+              + shm_zone->shm.name.len;
+
+        shpool->log_ctx = ngx_slab_alloc(shpool, len);
+        if (shpool->log_ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(shpool->log_ctx, " in redis_ratelimit metrics zone \"%V\"%Z",
+                    &shm_zone->shm.name);
+    }
+
+    /* the zone structure of the workers is the "data" of the new cycle */
+    shm_zone->data = sh;
+
+    previous = sh->generation;
+    sh->generation++;
+
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        entry = NULL;
+
+        for (q = ngx_queue_head(&sh->zones);
+             q != ngx_queue_sentinel(&sh->zones);
+             q = ngx_queue_next(q))
+        {
+            entry = ngx_queue_data(q, ngx_http_redis_ratelimit_metrics_zone_t,
+                                   queue);
+
+            if (entry->len == zones[i].name.len
+                && ngx_strncmp(entry->name, zones[i].name.data, entry->len)
+                   == 0)
+            {
+                break;
+            }
+
+            entry = NULL;
+        }
+
+        if (entry == NULL) {
+            entry = ngx_slab_calloc(shpool,
+                            sizeof(ngx_http_redis_ratelimit_metrics_zone_t)
+                            + zones[i].name.len);
+            if (entry == NULL) {
+                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                              "redis_ratelimit: no room for the metrics of "
+                              "zone \"%V\"", &zones[i].name);
+                continue;
+            }
+
+            entry->len = zones[i].name.len;
+            ngx_memcpy(entry->name, zones[i].name.data, entry->len);
+            ngx_queue_insert_tail(&sh->zones, &entry->queue);
+
+        } else if (entry->generation != previous) {
+            /* not in the previous configuration: added back, from 0 */
+            for (j = 0; j < RRL_METRICS_STATUSES; j++) {
+                entry->requests[j] = 0;
+            }
+        }
+
+        entry->generation = sh->generation;
+        zones[i].metrics = entry;
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,152 @@
+// The Prometheus exposition of "redis_ratelimit_metrics": label escaping,
+// bucket choice, cumulative histogram buckets, sum and count.
+#include "metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "rrl.h"
+
+namespace {
+
+std::string format(const rrl_metrics_t& m) {
+    size_t len = rrl_metrics_format(&m, nullptr, 0);
+    std::string out(len, '\0');
+    EXPECT_EQ(rrl_metrics_format(&m, out.data(), out.size()), len);
+    return out;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+    return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(Metrics, EscapesLabelValues) {
+    EXPECT_EQ(rrl::escape_label_value("per_ip"), "per_ip");
+    EXPECT_EQ(rrl::escape_label_value("a\"b"), "a\\\"b");
+    EXPECT_EQ(rrl::escape_label_value("a\\b"), "a\\\\b");
+    EXPECT_EQ(rrl::escape_label_value("a\nb"), "a\\nb");
+    EXPECT_EQ(rrl::escape_label_value("\\\"\n"), "\\\\\\\"\\n");
+}
+
+TEST(Metrics, BucketIsTheFirstBoundAtLeastTheValue) {
+    EXPECT_EQ(rrl_metrics_bucket(0), 0u);
+    EXPECT_EQ(rrl_metrics_bucket(500), 0u);  // le="0.0005" holds 0.0005
+    EXPECT_EQ(rrl_metrics_bucket(501), 1u);
+    EXPECT_EQ(rrl_metrics_bucket(1000), 1u);
+    EXPECT_EQ(rrl_metrics_bucket(1000000), 10u);  // le="1"
+    EXPECT_EQ(rrl_metrics_bucket(1000001), 11u);  // +Inf
+    EXPECT_EQ(rrl_metrics_bucket(UINT64_MAX), 11u);
+}
+
+TEST(Metrics, RequestsPerZoneAndStatus) {
+    rrl_metrics_zone_t zones[2] = {};
+    zones[0].name = "per_ip";
+    zones[0].len = 6;
+    zones[0].requests[0] = 10;  // passed
+    zones[0].requests[1] = 3;   // rejected
+    zones[0].requests[5] = 7;   // failed_local
+    zones[1].name = "we\"ird\\";
+    zones[1].len = 7;
+    zones[1].requests[2] = 2;  // rejected_dry_run
+
+    rrl_metrics_t m{};
+    m.zones = zones;
+    m.nzones = 2;
+    std::string text = format(m);
+
+    EXPECT_TRUE(
+        has_line(text, "# TYPE redis_ratelimit_requests_total counter"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"passed\"} 10"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"rejected\"} 3"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"rejected_dry_run\"} 0"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"failed_open\"} 0"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"failed_closed\"} 0"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"failed_local\"} 7"));
+    EXPECT_TRUE(
+        has_line(text,
+                 "redis_ratelimit_requests_total{zone=\"we\\\"ird\\\\\","
+                 "status=\"rejected_dry_run\"} 2"));
+    // one TYPE line a family
+    EXPECT_EQ(text.find("# TYPE redis_ratelimit_requests_total"),
+              text.rfind("# TYPE redis_ratelimit_requests_total"));
+}
+
+TEST(Metrics, HistogramBucketsAreCumulative) {
+    rrl_metrics_t m{};
+    m.rtt_buckets[0] = 4;   // <= 0.5 ms
+    m.rtt_buckets[2] = 1;   // <= 2.5 ms
+    m.rtt_buckets[11] = 2;  // > 1 s
+    m.rtt_sum_us = 2004001;
+    std::string text = format(m);
+
+    EXPECT_TRUE(
+        has_line(text, "# TYPE redis_ratelimit_redis_rtt_seconds histogram"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0005\"} 4"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.001\"} 4"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"0.0025\"} 5"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"1\"} 5"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_rtt_seconds_bucket{le=\"+Inf\"} 7"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 2.004001"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_count 7"));
+}
+
+TEST(Metrics, ErrorsAndGauges) {
+    rrl_metrics_t m{};
+    m.errors[RRL_METRICS_ERR_TIMEOUT] = 3;
+    m.errors[RRL_METRICS_ERR_NOSCRIPT] = 1;
+    m.errors[RRL_METRICS_ERR_MAX_PARKED] = 9;
+    m.parked = 5;
+    m.connections = 2;
+    m.circuits[RRL_METRICS_CIRCUIT_CLOSED] = 1;
+    m.circuits[RRL_METRICS_CIRCUIT_OPEN] = 1;
+    std::string text = format(m);
+
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"timeout\"} 3"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"noscript\"} 1"));
+    EXPECT_TRUE(has_line(
+        text, "redis_ratelimit_redis_errors_total{kind=\"max_parked\"} 9"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_errors_total{kind=\"moved\"} 0"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_redis_rtt_seconds_sum 0.000000"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_redis_rtt_seconds_count 0"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_parked_requests 5"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_connections 2"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_circuits{state=\"closed\"} 1"));
+    EXPECT_TRUE(
+        has_line(text, "redis_ratelimit_circuits{state=\"half_open\"} 0"));
+    EXPECT_TRUE(has_line(text, "redis_ratelimit_circuits{state=\"open\"} 1"));
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(Metrics, TruncatesToTheBufferAndTellsTheLength) {
+    rrl_metrics_t m{};
+    size_t len = rrl_metrics_format(&m, nullptr, 0);
+    char small[16];
+    EXPECT_EQ(rrl_metrics_format(&m, small, sizeof(small)), len);
+    EXPECT_EQ(std::string(small, sizeof(small)), "# HELP redis_rat");
+}
+
+}  // namespace
