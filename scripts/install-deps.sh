@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config curl
     nginx nginx-dev libhiredis-dev redis-server
+    debhelper
     googletest libgtest-dev
     perl libtest-redisserver-perl
     clang libclang-rt-14-dev

@@ -6,6 +6,10 @@
 # RRL_ASAN=1 also builds the core, the tests and the module with ASan and
 # UBSan into build-asan/ and runs both suites again under them; any
 # sanitizer report fails the run.
+#
+# RRL_PACKAGE=1 also builds the Debian package (debian/), installs it,
+# runs a request through the installed module and purges it again
+# (scripts/package-test.sh).
 
 set -euo pipefail
 
@@ -54,4 +58,5 @@ if [ "${RRL_ASAN:-0}" = 1 ]; then
         exit 1
     fi
 fi
+if [ "${RRL_PACKAGE:-0}" = 1 ]; then scripts/package-test.sh; fi
 if [ "${RRL_FUZZ:-0}" = 1 ]; then scripts/fuzz.sh; fi
