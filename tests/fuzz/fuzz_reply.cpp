@@ -62,7 +62,7 @@ void check_decision(const std::int64_t* values, std::size_t n,
     std::unique_ptr<rrl_limit_result_t[]> limits(
         new rrl_limit_result_t[nlimits]);
     for (std::size_t i = 0; i < nlimits; i++) limits[i] = {7, 7, 7, 7};
-    rrl_decision_t d{7, 7, 7, 7, 7, 7};
+    rrl_decision_t d{7, 7, 7, 7, 7, 7, 7};
 
     int rc = rrl_reply_decode(values, n, nlimits, limits.get(), &d);
     FUZZ_CHECK(rc == RRL_OK || rc == RRL_ERROR);
