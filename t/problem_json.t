@@ -4,6 +4,8 @@
 # application/problem+json (RFC 9457) of the quota-exceeded type, naming
 # the zones that rejected; it wins over an error_page for the status. Off
 # (the default), the status goes to nginx: error_page applies as usual.
+# With Redis down and "fail local", local rejections get the body too,
+# and the draft headers show this server's share.
 
 use strict;
 use warnings;
@@ -138,5 +140,47 @@ $n->get('/off_plain/?key=h');
 $r = $n->get('/off_plain/?key=h');
 is($r->{status}, 429, 'off: 429');
 like($r->{body}, qr{<title>429 Too Many Requests</title>}, "off: nginx's page");
+
+# Redis unreachable: fail local, a share of 1/2, both header sets
+
+my $dead = RRL::Test::free_port();
+(my $conf = <<'EOF2') =~ s/%%DEAD%%/$dead/;
+http {
+    redis_ratelimit_server 127.0.0.1:%%DEAD%% timeout=50ms;
+    redis_ratelimit_zone $arg_key zone=loc rate=4r/d algorithm=fixed_window;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        root %%TESTDIR%%/html;
+        redis_ratelimit zone=loc;
+        redis_ratelimit_fail local local_share=1/2;
+        redis_ratelimit_headers both;
+        redis_ratelimit_problem_json on;
+        add_header X-Status $redis_ratelimit_status always;
+        add_header X-Rtt "[$redis_ratelimit_rtt]" always;
+
+        location / {
+        }
+    }
+}
+EOF2
+my $d = $t->start_nginx($conf, wait_connected => 0);
+$d->ignore_log(qr/\[error\]/);
+
+for my $i (1 .. 2) {
+    $r = $d->get('/?key=l');
+    is($r->{status}, 200, "local $i: 200");
+    is($r->{h}{'x-status'}, 'FAILED_LOCAL', "local $i: FAILED_LOCAL");
+    is($r->{h}{'ratelimit-policy'}, '"loc";q=2;w=86400', "local $i: the share in q");
+    like($r->{h}{ratelimit} // '', qr/^"loc";r=${\(2 - $i)};t=\d+$/, "local $i: RateLimit");
+    is($r->{h}{'x-rtt'}, '[]', "local $i: no reply, no rtt");
+}
+$r = $d->get('/?key=l');
+is($r->{status}, 429, 'local 3: 429');
+is($r->{h}{'content-type'}, 'application/problem+json', 'local 3: problem+json');
+is($r->{body}, problem(429, 'loc'), 'local 3: the body');
+is($r->{h}{'x-ratelimit-limit'}, 2, 'local 3: X-RateLimit-Limit of the share');
+my ($lt) = ($r->{h}{ratelimit} // '') =~ /^"loc";r=0;t=(\d+)$/;
+is($r->{h}{'retry-after'}, $lt, 'local 3: Retry-After is t');
 
 $t->done_testing;
