@@ -219,8 +219,18 @@ my @bad = (
         '"redis_ratelimit_status" directive is duplicate in FILE:LINE'],
     ['bad fail value', in_location('redis_ratelimit_fail x; # HERE'),
         'invalid value "x" in "redis_ratelimit_fail" directive, it must be "open", "closed" or "local" in FILE:LINE'],
-    ['bad headers value', in_location('redis_ratelimit_headers draft; # HERE'),
-        'invalid value "draft" in "redis_ratelimit_headers" directive, it must be "off" or "legacy" in FILE:LINE'],
+    ['bad headers value', in_location('redis_ratelimit_headers standard; # HERE'),
+        'invalid value "standard" in "redis_ratelimit_headers" directive, it must be "off", "legacy", "draft" or "both" in FILE:LINE'],
+    ['headers without a value', in_location('redis_ratelimit_headers; # HERE'),
+        'invalid number of arguments in "redis_ratelimit_headers" directive in FILE:LINE'],
+    ['headers twice', in_location("redis_ratelimit_headers draft;\n            redis_ratelimit_headers both; # HERE"),
+        '"redis_ratelimit_headers" directive is duplicate in FILE:LINE'],
+    ['bad problem_json value', in_location('redis_ratelimit_problem_json json; # HERE'),
+        'invalid value "json" in "redis_ratelimit_problem_json" directive, it must be "on" or "off" in FILE:LINE'],
+    ['problem_json twice', in_location("redis_ratelimit_problem_json on;\n            redis_ratelimit_problem_json off; # HERE"),
+        '"redis_ratelimit_problem_json" directive is duplicate in FILE:LINE'],
+    ['problem_json with two values', http_conf("    redis_ratelimit_problem_json on on; # HERE\n"),
+        'invalid number of arguments in "redis_ratelimit_problem_json" directive in FILE:LINE'],
     ['bad log level', in_location('redis_ratelimit_log_level debug; # HERE'),
         'invalid value "debug" in "redis_ratelimit_log_level" directive, it must be "info", "notice", "warn" or "error" in FILE:LINE'],
     ['bad dry_run value', in_location('redis_ratelimit_dry_run maybe; # HERE'),
@@ -290,6 +300,7 @@ http {
     redis_ratelimit_status 503;
     redis_ratelimit_dry_run off;
     redis_ratelimit_headers legacy;
+    redis_ratelimit_problem_json off;
     redis_ratelimit_fail open;
     redis_ratelimit_log_level warn;
     redis_ratelimit_deny_cache 10m;
@@ -312,9 +323,12 @@ http {
         }
         location /notice/ {
             redis_ratelimit_log_level notice;
+            redis_ratelimit_headers draft;
+            redis_ratelimit_problem_json on;
         }
         location /error/ {
             redis_ratelimit_log_level error;
+            redis_ratelimit_headers both;
             redis_ratelimit_status 599;
         }
     }

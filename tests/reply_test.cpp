@@ -39,7 +39,7 @@ struct Decoded {
 Decoded decode(const std::vector<std::int64_t>& v, size_t nlimits) {
     Decoded d{};
     d.limits.assign(nlimits + 1, rrl_limit_result_t{7, 7, 7, 7});
-    d.decision = rrl_decision_t{7, 7, 7, 7, 7, 7};
+    d.decision = rrl_decision_t{7, 7, 7, 7, 7, 7, 7};
     d.rc = rrl_reply_decode(v.data(), v.size(), nlimits, d.limits.data(),
                             &d.decision);
     // the C API writes exactly nlimits results

@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "algorithm.hpp"
 #include "deny.hpp"
 #include "error_reply.hpp"
+#include "fields.hpp"
 #include "key.hpp"
 #include "local.hpp"
 #include "log.hpp"
 #include "metrics.hpp"
+#include "problem.hpp"
 #include "rate.hpp"
 #include "reply.hpp"
 #include "rrl.h"
@@ -31,6 +35,12 @@ R guarded(const char* what, R on_error, F&& body) noexcept {
         rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
     }
     return on_error;
+}
+
+// snprintf's convention: the whole length, written only when it fits.
+size_t put(const std::string& value, char* buf, size_t size) noexcept {
+    if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
+    return value.size();
 }
 
 // The host has been checked to be shorter than RRL_HOST_MAX.
@@ -239,6 +249,37 @@ size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,
             std::memcpy(buf, out.data(), std::min(size, out.size()));
         }
         return out.size();
+    });
+}
+
+size_t rrl_ratelimit_policy(char* buf, size_t size,
+                            const rrl_policy_t* policies, size_t n) noexcept {
+    return guarded("rrl_ratelimit_policy", size_t{0}, [&] {
+        auto v = rrl::ratelimit_policy({policies, policies + n});
+        return v ? put(*v, buf, size) : 0;
+    });
+}
+
+size_t rrl_ratelimit(char* buf, size_t size, const char* zone, size_t zone_len,
+                     const rrl_decision_t* decision) noexcept {
+    return guarded("rrl_ratelimit", size_t{0}, [&] {
+        auto v = rrl::ratelimit({zone, zone_len}, decision->remaining,
+                                decision->reset_after);
+        return v ? put(*v, buf, size) : 0;
+    });
+}
+
+size_t rrl_problem_json(char* buf, size_t size, unsigned status,
+                        const rrl_policy_t* policies,
+                        const rrl_limit_result_t* results, size_t n) noexcept {
+    return guarded("rrl_problem_json", size_t{0}, [&] {
+        std::vector<std::string_view> zones;
+        for (size_t i = 0; i < n; i++) {
+            if (!results[i].passed) {
+                zones.emplace_back(policies[i].zone, policies[i].zone_len);
+            }
+        }
+        return put(rrl::problem_json(status, zones), buf, size);
     });
 }
 

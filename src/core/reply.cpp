@@ -111,6 +111,10 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
     decision.remaining = shown.remaining;
     decision.reset_unix = seconds_up(now_us + shown.reset_after_us);
     decision.retry_after = 0;
+    // a rejected limit's reset is when it would pass: the same rounding
+    // as Retry-After, which takes the longest wait, so never earlier
+    decision.reset_after = seconds_up(all_passed ? shown.reset_after_us
+                                                 : shown.retry_after_us);
 
     if (!all_passed) {
         std::int64_t wait = 0;

@@ -134,6 +134,12 @@ typedef struct {
     int64_t   remaining;       /* of the reported limit */
     int64_t   reset_unix;      /* seconds, rounded up */
     int64_t   retry_after;     /* seconds, rounded up, >= 1; 0 if passed */
+    /*
+     * seconds, rounded up, until the reported limit resets (the draft
+     * RateLimit "t"): its usage back to zero on a pass; on a rejection,
+     * until it would pass, so never more than retry_after
+     */
+    int64_t   reset_after;
 } rrl_decision_t;
 
 /*
@@ -366,6 +372,35 @@ size_t rrl_metrics_bucket(uint64_t rtt_us) RRL_NOEXCEPT;
  */
 size_t rrl_metrics_format(const rrl_metrics_t *m, char *buf, size_t size)
     RRL_NOEXCEPT;
+
+/*
+ * Header values of draft-ietf-httpapi-ratelimit-headers (-10) and the
+ * problem+json body of a rejection (RFC 9457). Each writes the whole value
+ * into buf when it fits in size bytes (no NUL) and returns its length
+ * either way, as snprintf does: call with size 0 to learn it. 0: a zone
+ * name that no structured-field string can hold (not printable ASCII).
+ */
+typedef struct {
+    const char  *zone;
+    size_t       zone_len;
+    int          algorithm;
+    uint64_t     limit;       /* N of rate=Nr/PERIOD */
+    uint64_t     period_ms;
+    uint64_t     burst;       /* as the algorithm uses it: rrl_burst()'s */
+} rrl_policy_t;
+
+/* RateLimit-Policy: one item per limit, "<zone>";q=<N>;w=<seconds> */
+size_t rrl_ratelimit_policy(char *buf, size_t size,
+    const rrl_policy_t *policies, size_t n) RRL_NOEXCEPT;
+
+/* RateLimit: "<zone>";r=<remaining>;t=<reset_after> of the reported limit */
+size_t rrl_ratelimit(char *buf, size_t size, const char *zone,
+    size_t zone_len, const rrl_decision_t *decision) RRL_NOEXCEPT;
+
+/* the body of a rejection, naming the zones of the limits that rejected */
+size_t rrl_problem_json(char *buf, size_t size, unsigned status,
+    const rrl_policy_t *policies, const rrl_limit_result_t *results,
+    size_t n) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

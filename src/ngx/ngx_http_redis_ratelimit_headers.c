@@ -17,6 +17,8 @@ static ngx_int_t ngx_http_redis_ratelimit_add_header(ngx_http_request_t *r,
     ngx_str_t *name, ngx_str_t *value);
 static ngx_int_t ngx_http_redis_ratelimit_add_number(ngx_http_request_t *r,
     ngx_str_t *name, int64_t n);
+static ngx_int_t ngx_http_redis_ratelimit_add_draft(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -29,6 +31,10 @@ static ngx_str_t  ngx_http_redis_ratelimit_reset_header =
     ngx_string("X-RateLimit-Reset");
 static ngx_str_t  ngx_http_redis_ratelimit_retry_after_header =
     ngx_string("Retry-After");
+static ngx_str_t  ngx_http_redis_ratelimit_policy_header =
+    ngx_string("RateLimit-Policy");
+static ngx_str_t  ngx_http_redis_ratelimit_ratelimit_header =
+    ngx_string("RateLimit");
 
 
 static ngx_int_t
@@ -54,7 +60,7 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
     local = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL);
     share = ctx->conf->local_share;
 
-    if (ctx->conf->headers == NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY) {
+    if (ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY) {
         zone = ctx->limits[ctx->decision.reported]->zone;
 
         if (local && share > 1) {
@@ -82,6 +88,12 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
         {
             return NGX_ERROR;
         }
+    }
+
+    if ((ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT)
+        && ngx_http_redis_ratelimit_add_draft(r, ctx) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     /* standard HTTP on a 429 or 503, whatever the headers mode */
@@ -138,6 +150,99 @@ ngx_http_redis_ratelimit_add_number(ngx_http_request_t *r, ngx_str_t *name,
     value.len = ngx_sprintf(p, "%L", n) - p;
 
     return ngx_http_redis_ratelimit_add_header(r, name, &value);
+}
+
+
+/* RateLimit-Policy and RateLimit, formatted by the core */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_add_draft(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_str_t                         value;
+    rrl_policy_t                     *policies;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    policies = ngx_http_redis_ratelimit_policies(r, ctx);
+    if (policies == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.len = rrl_ratelimit_policy(NULL, 0, policies, ctx->nlimits);
+    value.data = ngx_pnalloc(r->pool, value.len);
+
+    if (value.len == 0 || value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) rrl_ratelimit_policy((char *) value.data, value.len, policies,
+                                ctx->nlimits);
+
+    if (ngx_http_redis_ratelimit_add_header(r,
+                                   &ngx_http_redis_ratelimit_policy_header,
+                                   &value)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    zone = ctx->limits[ctx->decision.reported]->zone;
+
+    value.len = rrl_ratelimit(NULL, 0, (char *) zone->name.data,
+                              zone->name.len, &ctx->decision);
+    value.data = ngx_pnalloc(r->pool, value.len);
+
+    if (value.len == 0 || value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) rrl_ratelimit((char *) value.data, value.len,
+                         (char *) zone->name.data, zone->name.len,
+                         &ctx->decision);
+
+    return ngx_http_redis_ratelimit_add_header(r,
+                                   &ngx_http_redis_ratelimit_ratelimit_header,
+                                   &value);
+}
+
+
+rrl_policy_t *
+ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                        i, limit, burst;
+    rrl_policy_t                     *policies;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
+    if (policies == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        zone = ctx->limits[i]->zone;
+
+        if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
+            && ctx->conf->local_share > 1)
+        {
+            /* what this server allows alone */
+            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
+                                                  &limit, &burst);
+
+        } else {
+            limit = zone->limit;
+            burst = zone->burst;
+        }
+
+        policies[i].zone = (char *) zone->name.data;
+        policies[i].zone_len = zone->name.len;
+        policies[i].algorithm = (int) zone->algorithm;
+        policies[i].limit = limit;
+        policies[i].period_ms = zone->period;
+        policies[i].burst = burst;
+    }
+
+    return policies;
 }
 
 

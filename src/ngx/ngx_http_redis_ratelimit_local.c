@@ -52,9 +52,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_local_ctx_t;
 
 
-static void ngx_http_redis_ratelimit_local_limits(
-    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share,
-    ngx_uint_t *limit, ngx_uint_t *burst);
 static ngx_http_redis_ratelimit_local_node_t *
     ngx_http_redis_ratelimit_local_lookup(
     ngx_http_redis_ratelimit_local_ctx_t *ctx, ngx_str_t *key,
@@ -224,7 +221,7 @@ done:
  * request per period; a token bucket keeps at least one token.
  */
 
-static void
+void
 ngx_http_redis_ratelimit_local_limits(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_uint_t share, ngx_uint_t *limit, ngx_uint_t *burst)
 {

@@ -33,6 +33,10 @@ static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg,
     ngx_uint_t *cost);
 static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
@@ -50,6 +54,12 @@ static void ngx_http_redis_ratelimit_core_log(void *data, int level,
 static ngx_int_t ngx_http_redis_ratelimit_status_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_redis_ratelimit_remaining_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_redis_ratelimit_zone_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_redis_ratelimit_reset_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_redis_ratelimit_rtt_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
 
 static void *ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf);
@@ -86,6 +96,8 @@ static void ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle);
 static ngx_conf_enum_t  ngx_http_redis_ratelimit_headers_values[] = {
     { ngx_string("off"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF },
     { ngx_string("legacy"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY },
+    { ngx_string("draft"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT },
+    { ngx_string("both"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH },
     { ngx_null_string, 0 }
 };
 
@@ -191,6 +203,13 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, headers),
       &ngx_http_redis_ratelimit_headers_values },
 
+    { ngx_string("redis_ratelimit_problem_json"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, problem_json),
+      NULL },
+
     { ngx_string("redis_ratelimit_fail"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE123,
       ngx_http_redis_ratelimit_fail_mode,
@@ -257,6 +276,18 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
       ngx_http_redis_ratelimit_remaining_variable, 0,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("redis_ratelimit_zone"), NULL,
+      ngx_http_redis_ratelimit_zone_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("redis_ratelimit_reset"), NULL,
+      ngx_http_redis_ratelimit_reset_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("redis_ratelimit_rtt"), NULL,
+      ngx_http_redis_ratelimit_rtt_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
       ngx_http_null_variable
 };
 
@@ -290,7 +321,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
         case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
             ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
-            return ctx->rc;
+            return ngx_http_redis_ratelimit_answer(r, ctx);
 
         default:
             /* limited once already, before an internal redirect */
@@ -339,7 +370,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         ngx_http_redis_ratelimit_decide_cached(r, ctx);
         ngx_http_redis_ratelimit_metrics_request(ctx);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
-        return ctx->rc;
+        return ngx_http_redis_ratelimit_answer(r, ctx);
     }
 
     ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
@@ -349,7 +380,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         ngx_http_redis_ratelimit_fail(r, ctx);
         ngx_http_redis_ratelimit_metrics_request(ctx);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
-        return ctx->rc;
+        return ngx_http_redis_ratelimit_answer(r, ctx);
     }
 
     ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
@@ -562,6 +593,12 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
 
     ngx_connection_t  *c;
 
+    if (ctx->result.rc == NGX_OK) {
+        /* the turn's wait for the batch included: what the client waited */
+        ctx->rtt = ngx_http_redis_ratelimit_deny_clock() - ctx->sent;
+        ctx->replied = 1;
+    }
+
     ngx_http_redis_ratelimit_decide(r, ctx);
     ngx_http_redis_ratelimit_metrics_request(ctx);
 
@@ -575,6 +612,79 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
 
     ngx_http_core_run_phases(r);
     ngx_http_run_posted_requests(c);
+}
+
+
+/*
+ * The handler's answer once decided: with problem_json, a rejection by the
+ * limits is sent here, so that no error_page replaces its body.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (ctx->rc == NGX_DECLINED || !ctx->conf->problem_json
+        || !ctx->decided || ctx->decision.passed)
+    {
+        return ctx->rc;
+    }
+
+    ngx_http_finalize_request(r, ngx_http_redis_ratelimit_send_problem(r, ctx));
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    size_t         len;
+    ngx_int_t      rc;
+    ngx_buf_t     *b;
+    ngx_chain_t    out;
+    rrl_policy_t  *policies;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    policies = ngx_http_redis_ratelimit_policies(r, ctx);
+    if (policies == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = rrl_problem_json(NULL, 0, (unsigned) ctx->rc, policies,
+                           ctx->limit_results, ctx->nlimits);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (len == 0 || b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last += rrl_problem_json((char *) b->pos, len, (unsigned) ctx->rc,
+                                policies, ctx->limit_results, ctx->nlimits);
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = ctx->rc;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/problem+json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
 }
 
 
@@ -850,6 +960,94 @@ ngx_http_redis_ratelimit_remaining_variable(ngx_http_request_t *r,
 }
 
 
+static ngx_int_t
+ngx_http_redis_ratelimit_zone_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_redis_ratelimit_zone_t  *zone;
+    ngx_http_redis_ratelimit_ctx_t   *ctx;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx == NULL || !ctx->decided) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    zone = ctx->limits[ctx->decision.reported]->zone;
+
+    v->len = zone->name.len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = zone->name.data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_reset_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                          *p;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx == NULL || !ctx->decided) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(p, "%L", (int64_t) ctx->decision.reset_after) - p;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = p;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_rtt_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                          *p;
+    int64_t                          us;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    if (ctx == NULL || !ctx->replied) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + sizeof(".000") - 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    us = ngx_max(ctx->rtt, 0);
+
+    /* ms with 3 decimals, as $upstream_response_time has them for s */
+    v->len = ngx_sprintf(p, "%L.%03L", us / 1000, us % 1000) - p;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = p;
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_http_redis_ratelimit_core_log(void *data, int level, const char *msg)
 {
@@ -962,6 +1160,7 @@ ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf)
     conf->status_code = NGX_CONF_UNSET_UINT;
     conf->dry_run = NGX_CONF_UNSET;
     conf->headers = NGX_CONF_UNSET_UINT;
+    conf->problem_json = NGX_CONF_UNSET;
     conf->fail = NGX_CONF_UNSET_UINT;
     conf->log_level = NGX_CONF_UNSET_UINT;
 
@@ -1004,6 +1203,7 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     ngx_conf_merge_uint_value(conf->headers, prev->headers,
                               NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY);
+    ngx_conf_merge_value(conf->problem_json, prev->problem_json, 0);
 
     /* the mode and its parameters are one directive: inherited together */
     if (conf->fail == NGX_CONF_UNSET_UINT) {

@@ -32,7 +32,10 @@
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     2
 
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
+/* bits: "both" is legacy and draft */
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     2
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
 
 #define NGX_HTTP_REDIS_RATELIMIT_MAX_COST          1000000000
 /* a cost from a variable over the maximum: more than any zone's capacity */
@@ -121,6 +124,7 @@ typedef struct {
     ngx_uint_t                   status_code;
     ngx_flag_t                   dry_run;
     ngx_uint_t                   headers;
+    ngx_flag_t                   problem_json;
     ngx_uint_t                   fail;
     ngx_shm_zone_t              *local_zone;  /* fail local */
     ngx_uint_t                   local_share; /* K of local_share=1/K */
@@ -167,10 +171,12 @@ typedef struct {
     rrl_decision_t               decision;
 
     int64_t                      sent;        /* deny cache clock, us */
+    int64_t                      rtt;         /* us, when replied */
 
     unsigned                     decided:1;   /* decision is valid */
     unsigned                     cached:1;    /* by the deny cache */
     unsigned                     headers_done:1;
+    unsigned                     replied:1;   /* Redis answered: rtt */
 } ngx_http_redis_ratelimit_ctx_t;
 
 
@@ -215,6 +221,11 @@ void ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf);
 ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 
+/* N and burst of a zone decided locally with local_share=1/share */
+void ngx_http_redis_ratelimit_local_limits(
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share,
+    ngx_uint_t *limit, ngx_uint_t *burst);
+
 /* X-RateLimit-Limit of a zone decided locally with local_share=1/share */
 ngx_uint_t ngx_http_redis_ratelimit_local_capacity(
     ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share);
@@ -255,6 +266,9 @@ void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
+/* the limits of a decided request, as this server enforced them */
+rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
 extern ngx_module_t  ngx_http_redis_ratelimit_module;

@@ -8,8 +8,8 @@
 //                 n may not match)
 //   mode % 8 == 7: nlimits so large that 2 + 4 * nlimits wraps around to n
 // Invariants on RRL_OK: reported < nlimits, remaining >= 0, retry_after >= 1
-// iff not passed, reset_unix >= now_us / 1e6 - 1, exactly nlimits results
-// written.
+// iff not passed, reset_unix >= now_us / 1e6 - 1, 1 <= reset_after <=
+// retry_after when not passed, exactly nlimits results written.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -62,7 +62,7 @@ void check_decision(const std::int64_t* values, std::size_t n,
     std::unique_ptr<rrl_limit_result_t[]> limits(
         new rrl_limit_result_t[nlimits]);
     for (std::size_t i = 0; i < nlimits; i++) limits[i] = {7, 7, 7, 7};
-    rrl_decision_t d{7, 7, 7, 7, 7, 7};
+    rrl_decision_t d{7, 7, 7, 7, 7, 7, 7};
 
     int rc = rrl_reply_decode(values, n, nlimits, limits.get(), &d);
     FUZZ_CHECK(rc == RRL_OK || rc == RRL_ERROR);
@@ -78,6 +78,11 @@ void check_decision(const std::int64_t* values, std::size_t n,
     FUZZ_CHECK((d.retry_after >= 1) == (d.passed == 0));
     if (d.passed) FUZZ_CHECK(d.retry_after == 0);
     FUZZ_CHECK(d.reset_unix >= d.now_us / kSecond - 1);
+    // the draft's t: Retry-After is never earlier
+    FUZZ_CHECK(d.reset_after >= 0);
+    if (!d.passed) {
+        FUZZ_CHECK(d.reset_after >= 1 && d.reset_after <= d.retry_after);
+    }
 
     bool all_passed = true;
     std::int64_t max_retry_us = 0;
