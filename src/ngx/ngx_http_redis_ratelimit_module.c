@@ -53,11 +53,9 @@ static void ngx_http_redis_ratelimit_core_log(void *data, int level,
 
 static ngx_int_t ngx_http_redis_ratelimit_status_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_redis_ratelimit_remaining_variable(
+static ngx_int_t ngx_http_redis_ratelimit_decision_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_redis_ratelimit_zone_variable(
-    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_redis_ratelimit_reset_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_redis_ratelimit_rtt_variable(
     ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
@@ -273,7 +271,8 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_remaining"), NULL,
-      ngx_http_redis_ratelimit_remaining_variable, 0,
+      ngx_http_redis_ratelimit_decision_variable,
+      offsetof(rrl_decision_t, remaining),
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_zone"), NULL,
@@ -281,7 +280,8 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_reset"), NULL,
-      ngx_http_redis_ratelimit_reset_variable, 0,
+      ngx_http_redis_ratelimit_decision_variable,
+      offsetof(rrl_decision_t, reset_after),
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_rtt"), NULL,
@@ -931,8 +931,10 @@ ngx_http_redis_ratelimit_status_variable(ngx_http_request_t *r,
 }
 
 
+/* an integer of the decision: data is its offset in rrl_decision_t */
+
 static ngx_int_t
-ngx_http_redis_ratelimit_remaining_variable(ngx_http_request_t *r,
+ngx_http_redis_ratelimit_decision_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
     u_char                          *p;
@@ -950,7 +952,9 @@ ngx_http_redis_ratelimit_remaining_variable(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    v->len = ngx_sprintf(p, "%L", (int64_t) ctx->decision.remaining) - p;
+    v->len = ngx_sprintf(p, "%L",
+                         *(int64_t *) ((u_char *) &ctx->decision + data))
+             - p;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
@@ -981,35 +985,6 @@ ngx_http_redis_ratelimit_zone_variable(ngx_http_request_t *r,
     v->no_cacheable = 0;
     v->not_found = 0;
     v->data = zone->name.data;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_redis_ratelimit_reset_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    u_char                          *p;
-    ngx_http_redis_ratelimit_ctx_t  *ctx;
-
-    ctx = ngx_http_redis_ratelimit_get_ctx(r);
-
-    if (ctx == NULL || !ctx->decided) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    v->len = ngx_sprintf(p, "%L", (int64_t) ctx->decision.reset_after) - p;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-    v->data = p;
 
     return NGX_OK;
 }
