@@ -22,61 +22,9 @@ module=$(realpath "${2:-$here/build/ngx_http_redis_ratelimit_module.so}")
 [ -f "$module" ] || { echo "no module at $module: scripts/build.sh" >&2; exit 1; }
 command -v perf > /dev/null || { echo "needs perf (apt-get install linux-perf)" >&2; exit 1; }
 
-dir=$(mktemp -d /tmp/rrl-profile.XXXXXX)
-chmod 755 "$dir"
-redis_port=$((20000 + RANDOM % 9000))
-http_port=$((redis_port + 1))
 seconds=6
-
-cleanup() {
-    [ -f "$dir/nginx.pid" ] && kill "$(cat "$dir/nginx.pid")" 2> /dev/null || true
-    redis-cli -p "$redis_port" shutdown nosave > /dev/null 2>&1 || true
-    sleep 0.5
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-mkdir -p "$dir/html"
-printf 'hello\n' > "$dir/html/index.html"
-cat > "$dir/keys.lua" <<'LUA'
-local requests, n = {}, 0
-function init()
-  for i = 1, 10000 do
-    requests[i] = wrk.format(nil, wrk.path .. "?k=" .. (i - 1))
-  end
-end
-function request()
-  n = n % #requests + 1
-  return requests[n]
-end
-LUA
-chmod -R a+rX "$dir"
-
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' \
-    --appendonly no --daemonize yes --logfile "$dir/redis.log"
-
-cat > "$dir/nginx.conf" <<CONF
-load_module $module;
-worker_processes 1;
-error_log $dir/error.log notice;
-pid $dir/nginx.pid;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    redis_ratelimit_server 127.0.0.1:$redis_port;
-    redis_ratelimit_zone \$arg_k zone=a rate=1000r/s algorithm=$algorithm;
-    server {
-        listen 127.0.0.1:$http_port;
-        root $dir/html;
-        location /bare/ { alias $dir/html/; }
-        location /limited/ { alias $dir/html/; redis_ratelimit zone=a; }
-    }
-}
-CONF
-sleep 0.3
-nginx -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log"
-sleep 0.5
-worker=$(pgrep -P "$(cat "$dir/nginx.pid")" | head -1)
+name=profile
+. "$here/bench/scenario-a.sh"
 redis=$(pgrep -f "redis-server 127.0.0.1:$redis_port" | head -1)
 hz=$(getconf CLK_TCK)
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
