@@ -78,7 +78,7 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
     ngx_int_t                                  rc;
     ngx_buf_t                                 *b;
     ngx_uint_t                                 i, j, k;
-    ngx_chain_t                                out;
+    ngx_str_t                                  type;
     rrl_metrics_t                              m;
     rrl_metrics_zone_t                        *mz;
     ngx_http_redis_ratelimit_zone_t           *zones;
@@ -167,27 +167,10 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
     }
 
     b->last = b->pos + len;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
 
-    ngx_str_set(&r->headers_out.content_type,
-                "text/plain; version=0.0.4; charset=utf-8");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
+    ngx_str_set(&type, "text/plain; version=0.0.4; charset=utf-8");
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = len;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_redis_ratelimit_send_body(r, NGX_HTTP_OK, &type, b);
 }
 
 

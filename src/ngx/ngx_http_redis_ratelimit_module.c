@@ -642,8 +642,8 @@ ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
 {
     size_t         len;
     ngx_int_t      rc;
+    ngx_str_t      type;
     ngx_buf_t     *b;
-    ngx_chain_t    out;
     rrl_policy_t  *policies;
 
     rc = ngx_http_discard_request_body(r);
@@ -666,13 +666,29 @@ ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
 
     b->last += rrl_problem_json((char *) b->pos, len, (unsigned) ctx->rc,
                                 policies, ctx->limit_results, ctx->nlimits);
-    b->last_buf = 1;
+
+    ngx_str_set(&type, "application/problem+json");
+
+    return ngx_http_redis_ratelimit_send_body(r, ctx->rc, &type, b);
+}
+
+
+/* a response of the module's own: b holds the whole body */
+
+ngx_int_t
+ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_buf_t *b)
+{
+    ngx_int_t     rc;
+    ngx_chain_t   out;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
 
-    r->headers_out.status = ctx->rc;
-    r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type, "application/problem+json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
     r->headers_out.content_type_lowcase = NULL;
 
     rc = ngx_http_send_header(r);

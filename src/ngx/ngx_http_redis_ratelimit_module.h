@@ -183,6 +183,10 @@ typedef struct {
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
+/* sends a response of the module's own: b holds the whole body */
+ngx_int_t ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *type, ngx_buf_t *b);
+
 /* link: the worker's Redis connections */
 ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
