@@ -248,19 +248,6 @@ TEST(DenyApplies, DecodedAsARejectionByTheCachedLimit) {
 // Against the real script
 // ==========================================================================
 
-// A deterministic pseudo-random sequence (64-bit LCG).
-class Sequence {
-   public:
-    explicit Sequence(std::uint64_t seed) : x_(seed) {}
-    std::uint64_t next(std::uint64_t n) {
-        x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
-        return (x_ >> 33) % n;
-    }
-
-   private:
-    std::uint64_t x_;
-};
-
 class DenyVersusScriptTest : public ScriptFixture {
    protected:
     // Requests at irregular times and costs; at each rejection, the entry

@@ -462,19 +462,6 @@ TEST(LocalCheck, BadArguments) {
 // Local results against the real script's
 // ==========================================================================
 
-// A deterministic pseudo-random sequence (64-bit LCG).
-class Sequence {
-   public:
-    explicit Sequence(std::uint64_t seed) : x_(seed) {}
-    std::uint64_t next(std::uint64_t n) {
-        x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
-        return (x_ >> 33) % n;
-    }
-
-   private:
-    std::uint64_t x_;
-};
-
 class LocalVersusScriptTest : public ScriptFixture {
    protected:
     // Requests at irregular times (bursts at one instant, gaps of a

@@ -112,6 +112,20 @@ inline Limit with_cost(Limit l, std::int64_t cost) {
     return l;
 }
 
+// A deterministic pseudo-random sequence (64-bit LCG), the same on every
+// platform (unlike the standard distributions).
+class Sequence {
+   public:
+    explicit Sequence(std::uint64_t seed) : x_(seed) {}
+    std::uint64_t next(std::uint64_t n) {
+        x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (x_ >> 33) % n;
+    }
+
+   private:
+    std::uint64_t x_;
+};
+
 class ScriptFixture : public ::testing::Test {
    protected:
     static void SetUpTestSuite() {
