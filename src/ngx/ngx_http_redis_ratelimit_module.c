@@ -32,7 +32,12 @@ static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg,
     ngx_uint_t *cost);
+static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
 static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static void ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
@@ -313,13 +318,24 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
 
+    /*
+     * The context is the main request's: it is limited once, by the first
+     * of it and its subrequests to get here. Another one that comes while
+     * that call is in flight (two mirrors, parallel SSI includes) waits
+     * for it and is resumed with it, then goes on as limited already.
+     */
+
     if (ctx) {
         switch (ctx->state) {
 
         case NGX_HTTP_REDIS_RATELIMIT_WAITING:
-            return NGX_AGAIN;
+            return ngx_http_redis_ratelimit_wait(r, ctx);
 
         case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
+            if (r != ctx->owner) {
+                return NGX_DECLINED;
+            }
+
             ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
             return ngx_http_redis_ratelimit_answer(r, ctx);
 
@@ -345,6 +361,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     ctx = cln->data;
     ngx_memzero(ctx, sizeof(ngx_http_redis_ratelimit_ctx_t));
     ctx->conf = rlcf;
+    ctx->owner = r;
 
     cln->handler = ngx_http_redis_ratelimit_ctx_cleanup;
     ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
@@ -385,11 +402,48 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
     ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
 
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+/* r waits for the call in flight of another request of its main request */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_waiter_t  *w;
+
+    if (r == ctx->owner) {
+        /* run again while parked: still waiting */
+        return NGX_AGAIN;
+    }
+
+    w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
+    if (w == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    w->request = r;
+    w->next = ctx->waiters;
+    ctx->waiters = w;
+
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+/* a reference on the main request until ngx_http_redis_ratelimit_resume() */
+
+static void
+ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
+{
     r->main->count++;
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_request_empty_handler;
-
-    return NGX_AGAIN;
 }
 
 
@@ -591,7 +645,8 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
 {
     ngx_http_redis_ratelimit_ctx_t *ctx = data;
 
-    ngx_connection_t  *c;
+    ngx_connection_t                   *c;
+    ngx_http_redis_ratelimit_waiter_t  *w;
 
     if (ctx->result.rc == NGX_OK) {
         /* the turn's wait for the batch included: what the client waited */
@@ -604,14 +659,43 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
 
     c = r->connection;
 
+    /*
+     * The request first, then those that waited for its call: posted, so
+     * that none runs while this list is read (the last one to end may free
+     * the main request's pool, and the list with it)
+     */
+
+    ngx_http_redis_ratelimit_post_resume(r);
+
+    for (w = ctx->waiters, ctx->waiters = NULL; w; w = w->next) {
+        ngx_http_redis_ratelimit_post_resume(w->request);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r)
+{
     r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_redis_ratelimit_resume;
+
+    if (ngx_http_post_request(r, NULL) != NGX_OK) {
+        ngx_http_redis_ratelimit_resume(r);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_resume(ngx_http_request_t *r)
+{
     r->write_event_handler = ngx_http_core_run_phases;
 
     /* drops the reference taken when the request was parked */
     ngx_http_finalize_request(r, NGX_DONE);
 
     ngx_http_core_run_phases(r);
-    ngx_http_run_posted_requests(c);
 }
 
 

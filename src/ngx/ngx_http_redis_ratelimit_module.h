@@ -150,9 +150,21 @@ typedef void (*ngx_http_redis_ratelimit_done_pt)(ngx_http_request_t *r,
     void *data);
 
 
+/* a request that waits for another's call: see the handler */
+typedef struct ngx_http_redis_ratelimit_waiter_s
+    ngx_http_redis_ratelimit_waiter_t;
+
+struct ngx_http_redis_ratelimit_waiter_s {
+    ngx_http_request_t                  *request;
+    ngx_http_redis_ratelimit_waiter_t   *next;
+};
+
+
 typedef struct {
     ngx_uint_t                   state;
     ngx_int_t                    rc;          /* the handler's answer */
+    ngx_http_request_t          *owner;       /* the request that decides */
+    ngx_http_redis_ratelimit_waiter_t   *waiters; /* parked on its call */
     ngx_uint_t                   status;      /* $redis_ratelimit_status */
     ngx_http_redis_ratelimit_loc_conf_t  *conf;
     ngx_http_redis_ratelimit_call_t      *call;
