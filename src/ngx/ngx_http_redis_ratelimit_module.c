@@ -873,8 +873,10 @@ ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
     }
 
     if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED) {
+        /* a dry run rejects nothing, whatever the cause */
         ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED;
-        ctx->rc = ctx->conf->status_code;
+        ctx->rc = ctx->conf->dry_run ? NGX_DECLINED
+                                     : (ngx_int_t) ctx->conf->status_code;
         return;
     }
 
