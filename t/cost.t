@@ -99,6 +99,13 @@ is($r->{h}{'retry-after'}, $P, 'huge cost: Retry-After is the period');
 is($r->{h}{'x-ratelimit-remaining'}, 5, 'huge cost: Remaining 5, nothing used');
 is(state('big'), '', 'huge cost: no Redis state');
 
+# wraps a 32-bit word to 0 (then 1), and a 64-bit one: still never granted
+for my $huge (qw(4294967296 18446744073709551616)) {
+    $r = $n->get("/var/?key=wrap&cost=$huge");
+    is($r->{status}, 429, "cost $huge: 429");
+    is($r->{h}{'x-ratelimit-remaining'}, 5, "cost $huge: nothing used");
+}
+
 $r = $n->get('/var/?key=six&cost=6');
 is($r->{status}, 429, 'cost 6 of 5: 429');
 is($r->{h}{'retry-after'}, $P, 'cost 6 of 5: Retry-After is the period');

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithm.hpp"
+#include "cost.hpp"
 #include "deny.hpp"
 #include "error_reply.hpp"
 #include "fields.hpp"
@@ -77,6 +78,11 @@ uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
     const rrl::Algorithm* a = rrl::algorithm(algorithm);
     if (a == nullptr || limit == 0) return UINT64_MAX;
     return rrl::state_lifetime_ms(*a, limit, period_ms, burst);
+}
+
+uint64_t rrl_cost_parse(const unsigned char* text, size_t len) noexcept {
+    static_assert(RRL_MAX_COST == rrl::max_cost && RRL_OVER_COST == rrl::over_cost);
+    return rrl::request_cost({reinterpret_cast<const char*>(text), len});
 }
 
 int rrl_rate_parse(const char* text, size_t len, rrl_rate_t* rate) noexcept {

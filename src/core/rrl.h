@@ -86,6 +86,19 @@ int rrl_rate_parse(const char *text, size_t len, rrl_rate_t *rate)
 int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
 
 
+/*
+ * The cost of a request from a variable's value ("cost=$var"): a positive
+ * decimal integer; anything else costs 1 (a client must not escape its
+ * limit by sending "0" or garbage); over RRL_MAX_COST, however long, it
+ * costs RRL_OVER_COST, which no zone's capacity allows. 64-bit arithmetic:
+ * the same on every platform.
+ */
+#define RRL_MAX_COST   UINT64_C(1000000000)
+#define RRL_OVER_COST  (2 * RRL_MAX_COST + 2)
+
+uint64_t rrl_cost_parse(const unsigned char *text, size_t len) RRL_NOEXCEPT;
+
+
 /* Zone names become part of Redis keys: printable, no blanks, no braces. */
 int rrl_zone_name_valid(const char *name, size_t len) RRL_NOEXCEPT;
 

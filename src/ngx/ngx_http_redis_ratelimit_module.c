@@ -583,19 +583,15 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 }
 
 
-/*
- * A cost from a variable that is not a positive integer counts as 1 (a
- * client must not escape its limit by sending "0" or garbage); one above
- * the maximum counts as the maximum, which no limit can grant.
- */
+/* a constant cost, or the variable's, as the core reads it */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg, ngx_uint_t *n)
 {
-    u_char      *p;
-    ngx_str_t    value;
-    ngx_uint_t   i, cost;
+    u_char     *p;
+    uint64_t    cost;
+    ngx_str_t   value;
 
     if (limit->cost_value == NULL) {
         *arg = limit->cost_arg;
@@ -607,34 +603,17 @@ ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    cost = 0;
+    /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
+    cost = rrl_cost_parse(value.data, value.len);
 
-    for (i = 0; i < value.len; i++) {
-        if (value.data[i] < '0' || value.data[i] > '9') {
-            cost = 0;
-            break;
-        }
-
-        if (cost <= NGX_HTTP_REDIS_RATELIMIT_MAX_COST) {
-            cost = cost * 10 + (value.data[i] - '0');
-        }
-    }
-
-    if (cost == 0) {
-        cost = 1;
-
-    } else if (cost > NGX_HTTP_REDIS_RATELIMIT_MAX_COST) {
-        cost = NGX_HTTP_REDIS_RATELIMIT_OVER_COST;
-    }
-
-    p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
 
     arg->data = p;
-    arg->len = ngx_sprintf(p, "%ui", cost) - p;
-    *n = cost;
+    arg->len = ngx_sprintf(p, "%uL", cost) - p;
+    *n = (ngx_uint_t) cost;
 
     return NGX_OK;
 }
@@ -1730,7 +1709,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             zone->limit = (ngx_uint_t) rate.count;
-            zone->period = (ngx_msec_t) rate.period_ms;
+            zone->period = rate.period_ms;
             continue;
         }
 
@@ -1750,7 +1729,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "burst=", 6) == 0) {
             burst = ngx_atoi(value[i].data + 6, value[i].len - 6);
             if (burst == NGX_ERROR
-                || burst > NGX_HTTP_REDIS_RATELIMIT_MAX_COST)
+                || (uint64_t) burst > RRL_MAX_COST)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid burst value \"%V\" in \"%V\" "
@@ -1833,7 +1812,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     p += s.len;
 
     s.data = p;
-    s.len = ngx_sprintf(p, "%M", zone->period) - p;
+    s.len = ngx_sprintf(p, "%uL", zone->period) - p;
     zone->period_arg = s;
     p += s.len;
 
@@ -1918,13 +1897,13 @@ ngx_http_redis_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             cost = ngx_atoi(s.data, s.len);
             if (cost == NGX_ERROR || cost == 0
-                || cost > NGX_HTTP_REDIS_RATELIMIT_MAX_COST)
+                || (uint64_t) cost > RRL_MAX_COST)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid cost \"%V\" in \"%V\" directive, "
-                                   "it must be a number from 1 to %d "
+                                   "it must be a number from 1 to %uL "
                                    "or a variable", &value[i], &cmd->name,
-                                   NGX_HTTP_REDIS_RATELIMIT_MAX_COST);
+                                   RRL_MAX_COST);
                 return NGX_CONF_ERROR;
             }
 

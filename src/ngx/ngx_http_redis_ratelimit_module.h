@@ -37,11 +37,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     2
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
 
-#define NGX_HTTP_REDIS_RATELIMIT_MAX_COST          1000000000
-/* a cost from a variable over the maximum: more than any zone's capacity */
-#define NGX_HTTP_REDIS_RATELIMIT_OVER_COST                                    \
-    (2 * NGX_HTTP_REDIS_RATELIMIT_MAX_COST + 2)
-
 
 typedef struct {
     ngx_str_t                    name;
@@ -50,7 +45,7 @@ typedef struct {
     ngx_uint_t                   limit;       /* N of rate=Nr/PERIOD */
     ngx_uint_t                   burst;       /* as the algorithm uses it */
     ngx_uint_t                   capacity;    /* the largest cost, on idle */
-    ngx_msec_t                   period;
+    uint64_t                     period;      /* ms: over 49 days fits too */
     ngx_str_t                    rate;        /* as written, for logs */
 
     /* the script's ARGV for this zone, formatted once */
