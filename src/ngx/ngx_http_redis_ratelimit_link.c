@@ -965,6 +965,19 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
         return NGX_ERROR;
     }
 
+    if (!ngx_http_redis_ratelimit_numeric(host)) {
+        /*
+         * a name (cluster-preferred-endpoint-type hostname): a worker never
+         * resolves; the batch fails, and its answer refreshes the map
+         */
+        ngx_http_redis_ratelimit_log_failure(link->log,
+                                     "redis_ratelimit: %s from %V names "
+                                     "\"%s\", not a numeric address",
+                                     kind == RRL_REPLY_MOVED ? "MOVED" : "ASK",
+                                     &batch->node->name, host);
+        return NGX_ERROR;
+    }
+
     node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                              (u_char *) host,
                                              (in_port_t) port, NULL);

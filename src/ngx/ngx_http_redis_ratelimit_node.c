@@ -85,6 +85,12 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
     ngx_http_redis_ratelimit_node_t  *node;
 
+    if (unix_path == NULL && !ngx_http_redis_ratelimit_numeric((char *) host))
+    {
+        /* hiredis would resolve a name, blocking the worker */
+        return NULL;
+    }
+
     for (q = ngx_queue_head(&link->nodes);
          q != ngx_queue_sentinel(&link->nodes);
          q = ngx_queue_next(q))

@@ -453,11 +453,17 @@ sub slot_map {
         last unless $l[$i] =~ /^\d+$/ && ($l[$i + 1] // '') =~ /^\d+$/;
         my @r = ($l[$i], $l[$i + 1]);
         $i += 2;
-        while ($i + 2 < @l && $l[$i] =~ /^\d+\.\d+\.\d+\.\d+$/) {
+        # an address, or the hostname a node announces (7.0)
+        while ($i + 2 < @l && $l[$i] =~ /^(?:\d+\.\d+\.\d+\.\d+|localhost)$/) {
             push @r, $l[$i + 1];
             $i += 3;
-            # 7.0: networking metadata, an empty map without hostnames
-            $i++ while $i < @l && $l[$i] eq '';
+            # 7.0: networking metadata, a map ("ip", "hostname"), empty
+            # when neither is announced
+            while ($i < @l) {
+                if ($l[$i] eq '') { $i++ }
+                elsif ($l[$i] =~ /^(?:ip|hostname)$/) { $i += 2 }
+                else { last }
+            }
         }
         push @map, \@r;
     }
