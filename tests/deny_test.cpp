@@ -57,6 +57,8 @@ TEST(DenyLearn, EndsTheWaitAfterTheSend) {
     // Redis's time T is at or after the send: its end is at or after this
     rrl_deny_entry_t e = learned(500 * kMs);
     EXPECT_EQ(e.until_us, kSent + 500 * kMs);
+    // and at or before the reply's arrival: what it announces ends after
+    EXPECT_EQ(e.retry_until_us, kSent + 300 + 500 * kMs);
     EXPECT_EQ(e.reset_until_us, kSent + 800 * kMs);
     EXPECT_EQ(e.remaining, 0);
     EXPECT_EQ(e.limit.cost, 1u);
@@ -133,7 +135,7 @@ TEST(DenyApplies, UntilTheEndExclusive) {
 
     EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 1);
     EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us - 1, v), 1);
-    EXPECT_EQ(v[3], 1) << "1 us left";
+    EXPECT_EQ(v[3], 301) << "1 us left, and the 300 us the reply took";
     EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us, v), 0);
     EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us + kSecond, v), 0);
 }
@@ -149,7 +151,7 @@ TEST(DenyApplies, TheValuesRedisWouldSend) {
     EXPECT_EQ(v[0], 0) << "passed";
     EXPECT_EQ(v[1], 2) << "remaining";
     EXPECT_EQ(v[2], 700 * kMs) << "reset after";
-    EXPECT_EQ(v[3], 400 * kMs) << "retry after";
+    EXPECT_EQ(v[3], 400 * kMs + 300) << "retry after";
 
     // a reset that came before the end (fixed_window on an empty count
     // rejecting a cost over the capacity): 0, never negative
@@ -158,40 +160,90 @@ TEST(DenyApplies, TheValuesRedisWouldSend) {
     EXPECT_EQ(v[2], 0);
 }
 
-TEST(DenyApplies, RetryAfterNeverLaterThanRedis) {
-    // whatever the instant, the wait left is at most Redis's (its end is
-    // at or after kSent + retry), so Retry-After in whole seconds, rounded
-    // up, is never more
-    for (std::int64_t retry : {999LL * kMs, 1000LL * kMs, 1000LL * kMs + 1,
-                               2500LL * kMs, 60LL * kSecond}) {
-        rrl_deny_limit_t l = fw5();
-        rrl_limit_result_t r = rejected(0, retry, retry);
-        rrl_deny_entry_t e{};
-        ASSERT_EQ(rrl_deny_learn(kSent, kSent, &l, &r, &e), 1);
-        for (std::int64_t now = kSent; now < e.until_us;
-             now += retry / 97 + 1) {
-            std::int64_t v[RRL_REPLY_PER_LIMIT];
-            ASSERT_EQ(rrl_deny_applies(&e, &l, now, v), 1);
-            std::int64_t redis_left = kSent + retry - now;
-            EXPECT_LE(v[3], redis_left);
-            EXPECT_LE(rrl_retry_after_seconds(v[3]),
-                      rrl_retry_after_seconds(redis_left))
-                << "retry " << retry << " at +" << now - kSent;
+TEST(DenyApplies, RetryAfterNeverEarlierThanRedis) {
+    // Redis decided at some T between the send and the reply's arrival (a
+    // one-way delay after the send, unknown): its end is T + retry. The
+    // entry stops rejecting at the earliest end, but the wait it announces
+    // runs to the latest, so a client that waits it out (through any
+    // server, however close to Redis) is not rejected again.
+    for (std::int64_t delay : {0LL, 1LL, 300LL, 1500LL * kMs}) {
+        for (std::int64_t retry : {999LL * kMs, 1000LL * kMs, 1000LL * kMs + 1,
+                                   2500LL * kMs, 60LL * kSecond}) {
+            rrl_deny_limit_t l = fw5();
+            rrl_limit_result_t r = rejected(0, retry, retry);
+            rrl_deny_entry_t e{};
+            std::int64_t replied = kSent + 2 * delay;
+            if (replied >= kSent + retry) {
+                EXPECT_EQ(rrl_deny_learn(kSent, replied, &l, &r, &e), 0);
+                continue;
+            }
+            ASSERT_EQ(rrl_deny_learn(kSent, replied, &l, &r, &e), 1);
+            EXPECT_EQ(e.until_us, kSent + retry) << "the earliest end";
+            EXPECT_EQ(e.retry_until_us, replied + retry) << "the latest end";
+            for (std::int64_t now = replied; now < e.until_us;
+                 now += retry / 97 + 1) {
+                std::int64_t v[RRL_REPLY_PER_LIMIT];
+                ASSERT_EQ(rrl_deny_applies(&e, &l, now, v), 1);
+                for (std::int64_t redis_at : {kSent, kSent + delay, replied}) {
+                    std::int64_t redis_left = redis_at + retry - now;
+                    EXPECT_GE(v[3], redis_left)
+                        << "delay " << delay << " retry " << retry << " at +"
+                        << now - kSent;
+                    EXPECT_GE(rrl_retry_after_seconds(v[3]) * kSecond,
+                              redis_left);
+                }
+                // and no longer than the round trip allows
+                EXPECT_LE(v[3], kSent + retry - now + 2 * delay);
+            }
         }
     }
 }
 
-TEST(DenyApplies, CostsAtLeastTheLearnedOneUpToTheCapacity) {
+TEST(DenyApplies, ResetAsBefore) {
+    // X-RateLimit-Reset is not a promise to wait on: from the send, as
+    // Redis's own (a fixed window's end stays on its whole second)
+    rrl_deny_limit_t l = fw5();
+    rrl_limit_result_t r = rejected(0, 800 * kMs, 500 * kMs);
+    rrl_deny_entry_t e{};
+    ASSERT_EQ(rrl_deny_learn(kSent, kSent + 40 * kMs, &l, &r, &e), 1);
+    EXPECT_EQ(e.reset_until_us, kSent + 800 * kMs);
+
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+    ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, v), 1);
+    EXPECT_EQ(v[2], 700 * kMs);
+    EXPECT_EQ(v[3], 440 * kMs);
+}
+
+TEST(DenyApplies, FixedWindowCostsAtLeastTheLearnedOneUpToTheCapacity) {
     rrl_deny_entry_t e = learned(500 * kMs, 3);
     std::int64_t v[RRL_REPLY_PER_LIMIT];
 
     for (std::uint64_t cost = 1; cost <= 7; cost++) {
         rrl_deny_limit_t l = fw5(cost);
         // below 3, a request may pass before the end; over 5 (the
-        // capacity), Redis sends a full period
+        // capacity), Redis sends a full period; in between, the window's
+        // end is every cost's
         EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v),
                   cost >= 3 && cost <= 5 ? 1 : 0)
             << "cost " << cost;
+    }
+}
+
+TEST(DenyApplies, OtherAlgorithmsTheLearnedCostOnly) {
+    // a larger cost waits longer than the learned one: the entry's wait
+    // would be too short a Retry-After for it, so Redis answers it
+    for (int algorithm : {RRL_SLIDING_LOG, RRL_SLIDING_WINDOW,
+                          RRL_TOKEN_BUCKET, RRL_LEAKY_BUCKET}) {
+        rrl_deny_limit_t learned_limit = deny_limit(algorithm, 5, 1000, 4, 2);
+        rrl_limit_result_t r = rejected(0, 800 * kMs, 500 * kMs);
+        rrl_deny_entry_t e{};
+        ASSERT_EQ(rrl_deny_learn(kSent, kSent, &learned_limit, &r, &e), 1);
+        std::int64_t v[RRL_REPLY_PER_LIMIT];
+        for (std::uint64_t cost = 1; cost <= 4; cost++) {
+            rrl_deny_limit_t l = deny_limit(algorithm, 5, 1000, 4, cost);
+            EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), cost == 2 ? 1 : 0)
+                << rrl_algorithm_name(algorithm) << " cost " << cost;
+        }
     }
 }
 
@@ -254,7 +306,7 @@ class DenyVersusScriptTest : public ScriptFixture {
     // learned as if the call had been sent at Redis's very instant (the
     // tightest case) must be one the script agrees with: at the entry's
     // last microsecond, and at a random instant of it, the script rejects
-    // every cost the entry applies to, with a retry no shorter than the
+    // every cost the entry applies to, with the same retry as the
     // entry's.
     void check(int algorithm, std::int64_t limit, std::int64_t period_ms,
                std::uint64_t burst, std::uint64_t seed) {
@@ -313,7 +365,9 @@ class DenyVersusScriptTest : public ScriptFixture {
                  {e.until_us - 1,
                   now + static_cast<std::int64_t>(
                             seq.next(static_cast<std::uint64_t>(span)))}) {
-                for (std::uint64_t cost = dl.cost; cost <= capacity; cost++) {
+                std::uint64_t last =
+                    algorithm == RRL_FIXED_WINDOW ? capacity : dl.cost;
+                for (std::uint64_t cost = dl.cost; cost <= last; cost++) {
                     rrl_deny_limit_t probe = dl;
                     probe.cost = cost;
                     std::int64_t v[RRL_REPLY_PER_LIMIT];
@@ -324,7 +378,8 @@ class DenyVersusScriptTest : public ScriptFixture {
                         << "the script passes cost " << cost << " at +"
                         << at - now << " us of a rejection of cost " << dl.cost
                         << " cached for " << span << " us";
-                    EXPECT_LE(v[3], s.retry_after_us) << "cost " << cost;
+                    // learned at Redis's instant: the same wait, exactly
+                    EXPECT_EQ(v[3], s.retry_after_us) << "cost " << cost;
                 }
             }
         }

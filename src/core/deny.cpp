@@ -16,6 +16,14 @@ bool same_zone(const rrl_deny_limit_t& a, const rrl_deny_limit_t& b) {
            a.redis == b.redis;
 }
 
+// A smaller cost may pass before the end; a larger one waits longer,
+// except in a fixed window, which every cost waits out to its end.
+bool covered_cost(const rrl_deny_limit_t& learned,
+                  const rrl_deny_limit_t& asked) {
+    if (learned.algorithm == RRL_FIXED_WINDOW) return asked.cost >= learned.cost;
+    return asked.cost == learned.cost;
+}
+
 bool within_capacity(const rrl_deny_limit_t& l) {
     const Algorithm* a = algorithm(l.algorithm);
     return a != nullptr && l.cost <= capacity(*a, l.limit, l.burst);
@@ -39,13 +47,13 @@ bool deny_learn(std::int64_t sent_us, std::int64_t now_us,
 
     if (until <= now_us) return false;
 
-    *entry = {limit, until, sent_us + reset, result.remaining};
+    *entry = {limit, until, now_us + retry, sent_us + reset, result.remaining};
     return true;
 }
 
 bool deny_applies(const rrl_deny_entry_t& entry, const rrl_deny_limit_t& limit,
                   std::int64_t now_us, std::int64_t* values) {
-    if (!same_zone(entry.limit, limit) || limit.cost < entry.limit.cost ||
+    if (!same_zone(entry.limit, limit) || !covered_cost(entry.limit, limit) ||
         !within_capacity(limit) || now_us >= entry.until_us) {
         return false;
     }
@@ -55,7 +63,7 @@ bool deny_applies(const rrl_deny_entry_t& entry, const rrl_deny_limit_t& limit,
     values[0] = 0;
     values[1] = entry.remaining;
     values[2] = reset > 0 ? reset : 0;
-    values[3] = entry.until_us - now_us;
+    values[3] = entry.retry_until_us - now_us;
     return true;
 }
 

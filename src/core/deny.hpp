@@ -10,7 +10,11 @@
 // T), so the entry ends at sent + R: never after T + R while the two
 // clocks run at the same rate. Until then Redis rejects any request of the
 // same zone costing at least as much: the state only grows stricter (other
-// requests consume), time alone relaxes it.
+// requests consume), time alone relaxes it. The waits it announces run to
+// the latest end, reply + R (T <= reply): a client that waits them out is
+// not rejected again, even through a server closer to Redis. A larger cost
+// waits longer than R (but in a fixed window), so only the same cost gets
+// the entry's answer.
 #pragma once
 
 #include <cstdint>

@@ -304,6 +304,7 @@ typedef struct {
 typedef struct {
     rrl_deny_limit_t  limit;           /* the rejected request's */
     int64_t           until_us;        /* rejected before this */
+    int64_t           retry_until_us;  /* Redis's end, at the latest */
     int64_t           reset_until_us;  /* usage back to zero */
     int64_t           remaining;
 } rrl_deny_entry_t;
@@ -312,7 +313,8 @@ typedef struct {
  * A rejection of one limit (result->passed == 0), from a call sent at
  * sent_us, learned at now_us: 1 and *entry when it is worth keeping (it
  * ends after now_us), 0 otherwise (a pass, a cost over the zone's
- * capacity, an end already past).
+ * capacity, an end already past). Redis decided between the two: the
+ * entry rejects until its earliest end and announces waits to its latest.
  */
 int rrl_deny_learn(int64_t sent_us, int64_t now_us,
     const rrl_deny_limit_t *limit, const rrl_limit_result_t *result,
@@ -320,10 +322,11 @@ int rrl_deny_learn(int64_t sent_us, int64_t now_us,
 
 /*
  * 1 when *entry rejects a request of *limit at now_us: same zone and
- * Redis, a cost at least the entry's (a smaller cost may pass earlier) and
- * at most the capacity, now_us before until_us; values then holds the
+ * Redis, the entry's cost (with fixed_window, whose wait is the window's
+ * end for every cost: any cost from the entry's, as a smaller one may pass
+ * earlier, to the capacity), now_us before until_us; values then holds the
  * limit's part of a script reply (passed, remaining, reset_after_us,
- * retry_after_us). 0 otherwise.
+ * retry_after_us), waits never shorter than Redis's. 0 otherwise.
  */
 int rrl_deny_applies(const rrl_deny_entry_t *entry,
     const rrl_deny_limit_t *limit, int64_t now_us,
