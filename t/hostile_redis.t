@@ -133,6 +133,12 @@ for my $b (@behaviours) {
             or diag(explain($seen));
     }
     is_deeply($fivexx, {}, "$b: no 5xx");
+    if ($b eq 'error') {
+        is(scalar $n->grep_log(qr/^2000\/01\/01/), 0,
+            "$b: Redis's text escaped, no log line forged");
+        ok(scalar $n->grep_log(qr/something went wrong\\x0a2000\/01\/01/),
+            "$b: Redis's text logged, escaped");
+    }
     cmp_ok($slowest, '<', 1, sprintf('%s: slowest response %.3f s', $b, $slowest));
     if ($b eq 'flood') {
         my @rss = map { RRL::Test::read_file("/proc/$_/status")

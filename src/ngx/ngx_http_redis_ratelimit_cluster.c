@@ -257,13 +257,14 @@ static void
 ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                               n, max;
+    size_t                               n, max, len;
     ngx_pool_t                          *pool;
     redisReply                          *rr = reply;
     rrl_value_t                         *value;
     rrl_slot_range_t                    *ranges;
     ngx_http_redis_ratelimit_node_t     *node = ac->ev.data;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
+    u_char                               text[256];
 
     node->in_flight--;
 
@@ -278,16 +279,18 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
     }
 
     if (rr == NULL || rr->type != REDIS_REPLY_ARRAY) {
+        /* an error's text escaped: a hostile server forges no log line */
+        len = (rr && rr->type == REDIS_REPLY_ERROR)
+              ? rrl_printable((char *) text, sizeof(text),
+                              (u_char *) rr->str, rr->len)
+              : (size_t) (ngx_cpystrn(text, (u_char *) (rr ? "not an array"
+                                                            : "no reply"),
+                                      sizeof(text))
+                          - text);
+
         ngx_http_redis_ratelimit_log_failure(node->log,
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
-                                     "failed: %*s", &node->name,
-                                     rr == NULL ? sizeof("no reply") - 1
-                                         : rr->type == REDIS_REPLY_ERROR
-                                           ? (size_t) rr->len
-                                           : sizeof("not an array") - 1,
-                                     rr == NULL ? "no reply"
-                                         : rr->type == REDIS_REPLY_ERROR
-                                           ? rr->str : "not an array");
+                                     "failed: %*s", &node->name, len, text);
         goto failed;
     }
 

@@ -1017,9 +1017,10 @@ static void
 ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     redisReply *rr)
 {
-    size_t                            i, j, k, n;
+    size_t                            i, j, k, n, len;
     ngx_uint_t                        kind;
     ngx_http_redis_ratelimit_part_t  *part;
+    u_char                            text[128];
 
     if (rr == NULL) {
         ngx_http_redis_ratelimit_batch_fail(batch, "connection lost");
@@ -1049,8 +1050,10 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
             break;
         }
 
-        ngx_http_redis_ratelimit_batch_fail(batch, "%*s", (size_t) rr->len,
-                                            rr->str);
+        /* escaped: a hostile server must not forge log lines */
+        len = rrl_printable((char *) text, sizeof(text),
+                            (u_char *) rr->str, rr->len);
+        ngx_http_redis_ratelimit_batch_fail(batch, "%*s", len, text);
         return;
     }
 

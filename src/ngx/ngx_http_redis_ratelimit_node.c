@@ -439,16 +439,18 @@ ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac, void *reply,
     const char                       *script, *command = privdata;
     redisReply                       *rr = reply;
     ngx_http_redis_ratelimit_node_t  *node = ac->ev.data;
+    u_char                            text[256];
 
     if (rr == NULL || node == NULL) {
         return;
     }
 
     if (rr->type == REDIS_REPLY_ERROR) {
+        len = rrl_printable((char *) text, sizeof(text),
+                            (u_char *) rr->str, rr->len);
         ngx_http_redis_ratelimit_log_failure(node->log,
                                      "redis_ratelimit: %s on %V failed: %*s",
-                                     command, &node->name,
-                                     (size_t) rr->len, rr->str);
+                                     command, &node->name, len, text);
         return;
     }
 

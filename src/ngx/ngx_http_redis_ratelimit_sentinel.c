@@ -251,6 +251,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
     int                                    rc;
+    size_t                                 len;
     unsigned                               port;
     ngx_pool_t                            *pool;
     redisReply                            *rr = reply;
@@ -259,6 +260,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     ngx_http_redis_ratelimit_link_t       *link;
     ngx_http_redis_ratelimit_sentinel_t   *st;
     char                                   host[RRL_HOST_MAX];
+    u_char                                 text[256];
 
     st = &ngx_http_redis_ratelimit_sentinel;
     link = &ngx_http_redis_ratelimit_link;
@@ -275,12 +277,16 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     }
 
     if (rr == NULL || rr->type == REDIS_REPLY_ERROR) {
+        /* an error's text escaped: a hostile server forges no log line */
+        len = rr ? rrl_printable((char *) text, sizeof(text),
+                                 (u_char *) rr->str, rr->len)
+                 : (size_t) (ngx_cpystrn(text, (u_char *) "no reply",
+                                         sizeof(text))
+                             - text);
+
         ngx_http_redis_ratelimit_log_failure(sentinel->log,
                                   "redis_ratelimit: sentinel %V failed: %*s",
-                                  &sentinel->name,
-                                  rr ? (size_t) rr->len
-                                     : sizeof("no reply") - 1,
-                                  rr ? rr->str : "no reply");
+                                  &sentinel->name, len, text);
         goto next;
     }
 

@@ -30,7 +30,7 @@ package RRL::FakeRedis;
 #   split             the valid reply, one byte per write, 1 ms apart
 #   silent            reads, never answers EVALSHA
 #   close             closes the connection on EVALSHA
-#   error             -ERR something
+#   error             -ERR something, with a \n and a forged log line
 #   noscript_forever  -NOSCRIPT for every EVALSHA, also after SCRIPT LOAD
 #   extra             the valid reply followed at once (same write) by an
 #                     unsolicited -ERR reply: nothing else is in flight then
@@ -394,7 +394,10 @@ sub serve {
                     $stats{closed_by_fake}++;
                     last;
                 } elsif ($behaviour eq 'error') {
-                    $queue->($c, "-ERR something went wrong\r\n");
+                    # a bare \n is part of the line: a forged log line
+                    # unless the text is escaped
+                    $queue->($c, "-ERR something went wrong\n"
+                        . "2000/01/01 00:00:00 [warn] 1#1: forged by Redis\r\n");
                 } elsif ($behaviour eq 'moved' || $behaviour eq 'ask') {
                     $queue->($c, '-' . uc($behaviour)
                         . " 3999 127.0.0.1:1\r\n");
