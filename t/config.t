@@ -252,6 +252,30 @@ my @bad = (
         '"redis_ratelimit_deny_cache" directive is not allowed here in FILE:LINE'],
     ['deny cache in a location', in_location('redis_ratelimit_deny_cache off; # HERE'),
         '"redis_ratelimit_deny_cache" directive is not allowed here in FILE:LINE'],
+
+    # the module's own zones and other modules' are no local_zone
+    ['local_zone named like the metrics zone',
+        http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/m;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        location = /metrics { redis_ratelimit_metrics; }\n"
+            . "        location / {\n            redis_ratelimit zone=z;\n"
+            . "            redis_ratelimit_fail local local_zone=redis_ratelimit_metrics:256k; # HERE\n"
+            . "        }\n    }\n"),
+        'invalid value "local_zone=redis_ratelimit_metrics:256k" in "redis_ratelimit_fail" directive, zone "redis_ratelimit_metrics" is the module\'s own in FILE:LINE'],
+    ['local_zone named like the metrics zone, metrics after it',
+        http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/m;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        location / {\n            redis_ratelimit zone=z;\n"
+            . "            redis_ratelimit_fail local local_zone=redis_ratelimit_metrics:256k; # HERE\n"
+            . "        }\n"
+            . "        location = /metrics { redis_ratelimit_metrics; }\n    }\n"),
+        'invalid value "local_zone=redis_ratelimit_metrics:256k" in "redis_ratelimit_fail" directive, zone "redis_ratelimit_metrics" is the module\'s own in FILE:LINE'],
+    ['local_zone named like the deny cache',
+        in_location('redis_ratelimit_fail local local_zone=redis_ratelimit_deny:1m; # HERE'),
+        'invalid value "local_zone=redis_ratelimit_deny:1m" in "redis_ratelimit_fail" directive, zone "redis_ratelimit_deny" is the module\'s own in FILE:LINE'],
+    ['local_zone named like a limit_req zone',
+        http_conf("    limit_req_zone \$a zone=shared:1m rate=1r/s;\n" . $srv =~ s/%%LINE%%/redis_ratelimit_fail local local_zone=shared:1m; # HERE/r),
+        'the shared memory zone "shared" is already declared for a different use in FILE:LINE'],
 );
 
 for my $case (@bad) {

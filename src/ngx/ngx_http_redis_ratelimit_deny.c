@@ -17,7 +17,6 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME  "redis_ratelimit_deny"
 #define NGX_HTTP_REDIS_RATELIMIT_DENY_SIZE  (1024 * 1024)
 
 
@@ -73,7 +72,7 @@ static ngx_int_t ngx_http_redis_ratelimit_deny_init_zone(
     ngx_shm_zone_t *shm_zone, void *data);
 
 
-/* the zone's tag: a "local_zone=" of the same name is another zone */
+/* the zone's tag: nginx refuses a name another zone uses */
 static ngx_uint_t  ngx_http_redis_ratelimit_deny_tag;
 
 

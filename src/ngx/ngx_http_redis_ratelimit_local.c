@@ -71,6 +71,10 @@ static ngx_int_t ngx_http_redis_ratelimit_local_init_zone(
     ngx_shm_zone_t *shm_zone, void *data);
 
 
+/* the zones' tag: nginx refuses a name another zone uses */
+static ngx_uint_t  ngx_http_redis_ratelimit_local_tag;
+
+
 ngx_int_t
 ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
@@ -468,8 +472,23 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
         }
     }
 
+    if ((name.len == sizeof(NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME) - 1
+         && ngx_strncmp(name.data, NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME,
+                        name.len) == 0)
+        || (name.len == sizeof(NGX_HTTP_REDIS_RATELIMIT_DENY_NAME) - 1
+            && ngx_strncmp(name.data, NGX_HTTP_REDIS_RATELIMIT_DENY_NAME,
+                           name.len) == 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "zone \"%V\" is the module's own", value,
+                           &cmd->name, &name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* a tag of its own: nginx refuses a name another zone uses */
     shm_zone = ngx_shared_memory_add(cf, &name, 0,
-                                     &ngx_http_redis_ratelimit_module);
+                                     &ngx_http_redis_ratelimit_local_tag);
     if (shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -545,7 +564,7 @@ ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf)
             i = 0;
         }
 
-        if (shm_zone[i].tag != &ngx_http_redis_ratelimit_module
+        if (shm_zone[i].tag != &ngx_http_redis_ratelimit_local_tag
             || shm_zone[i].shm.size != 0)
         {
             continue;

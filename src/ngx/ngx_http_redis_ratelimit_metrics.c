@@ -19,7 +19,6 @@
 #include "ngx_http_redis_ratelimit_link.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME  "redis_ratelimit_metrics"
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH  1000
 
@@ -69,6 +68,8 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
 static ngx_event_t       ngx_http_redis_ratelimit_metrics_timer;
 /* what the timer's debug lines read as its connection */
 static ngx_connection_t  ngx_http_redis_ratelimit_metrics_dummy;
+/* the zone's tag: nginx refuses a name another zone uses */
+static ngx_uint_t        ngx_http_redis_ratelimit_metrics_tag;
 
 
 static ngx_int_t
@@ -445,7 +446,7 @@ ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
 
     shm_zone = ngx_shared_memory_add(cf, &name,
                                      NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE,
-                                     &ngx_http_redis_ratelimit_module);
+                                     &ngx_http_redis_ratelimit_metrics_tag);
     if (shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }

@@ -37,6 +37,10 @@
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     2
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
 
+/* the module's own shared memory zones: no "local_zone=" may take them */
+#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      "redis_ratelimit_metrics"
+#define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         "redis_ratelimit_deny"
+
 
 typedef struct {
     ngx_str_t                    name;
