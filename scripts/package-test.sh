@@ -216,5 +216,9 @@ check "first request: X-RateLimit-Reset within the next minute" \
 check "error.log: no [alert], [crit] or [emerg]" \
     "$(grep -c '\[alert\]\|\[crit\]\|\[emerg\]' "$work/nginx/error.log" || true)" 0
 
+check "copyright: the 2-clause BSD licence" \
+    "$(grep -c '^License: BSD-2-clause$' \
+        /usr/share/doc/libnginx-mod-http-redis-ratelimit/copyright || true)" 2
+
 echo "package: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
