@@ -532,6 +532,7 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
 
         batch->node = part->node;
         batch->slot = part->slot;
+        batch->node->batches++;
 
         ngx_queue_insert_tail(&link->batches, &batch->queue);
 
@@ -622,6 +623,9 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
     ngx_http_redis_ratelimit_part_t  *part;
 
     node = batch->node;
+
+    /* out of the open batches: the node may only be waited on now */
+    node->batches--;
 
     /* a request gone (or timed out) in the meantime is not sent */
 

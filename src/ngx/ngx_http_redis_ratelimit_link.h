@@ -46,6 +46,8 @@ typedef struct {
     unsigned                     dropping:1;  /* freeing a stuck context */
 
     ngx_uint_t                   in_flight;   /* calls hiredis holds */
+    ngx_uint_t                   batches;     /* open batches for it */
+    size_t                       room;        /* for its names, after it */
     ngx_msec_t                   last_read;
 
     /* commands sent and replies read on this connection */
@@ -65,6 +67,7 @@ typedef struct {
     ngx_http_redis_ratelimit_main_conf_t  *conf;
     ngx_log_t                   *log;
     ngx_queue_t                  nodes;
+    ngx_uint_t                   nnodes;
     ngx_uint_t                   parked;      /* calls with a request */
     ngx_queue_t                  batches;     /* open: not sent yet */
     ngx_event_t                  flush;       /* sends them; posted */

@@ -20,11 +20,18 @@
 /* our replies are a few hundred bytes: more buffered is a broken server */
 #define NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED  (1024 * 1024)
 
+/* a worker's nodes at most, and the name room of each: any host Redis names */
+#define NGX_HTTP_REDIS_RATELIMIT_MAX_NODES  1024
+#define NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM                                    \
+    (2 * RRL_HOST_MAX + sizeof("unix::65535"))
+
 #define NGX_HTTP_REDIS_RATELIMIT_CLOSED     0
 #define NGX_HTTP_REDIS_RATELIMIT_OPEN       1
 #define NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN  2
 
 
+static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_node_unused(
+    size_t room);
 static void ngx_http_redis_ratelimit_schedule_reconnect(
     ngx_http_redis_ratelimit_node_t *node);
 static void ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev);
@@ -69,10 +76,12 @@ static redisReplyObjectFunctions  ngx_http_redis_ratelimit_replies = {
 
 
 /*
- * The node of an address, made on first use. Nodes live as long as the
- * worker (a cluster's primaries come and go, but their addresses are few):
- * hiredis may call back into a node until its context is freed, so a node
- * is never freed before the worker exits.
+ * The node of an address, made on first use. hiredis may call back into a
+ * node until its context is freed, and others keep pointers to nodes, so a
+ * node is never freed before the worker exits; a new address takes over a
+ * node out of use instead (no context, no timer, no call, in no map), and
+ * the worker keeps at most NGX_HTTP_REDIS_RATELIMIT_MAX_NODES: a cluster or
+ * a Sentinel naming ever new addresses does not grow it without bound.
  */
 
 ngx_http_redis_ratelimit_node_t *
@@ -80,7 +89,7 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     in_port_t port, u_char *unix_path)
 {
     u_char                           *p;
-    size_t                            len;
+    size_t                            len, room;
     ngx_queue_t                      *q;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
     ngx_http_redis_ratelimit_node_t  *node;
@@ -119,12 +128,39 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     }
 
     len = ngx_strlen((char *) (unix_path ? unix_path : host));
+    room = 2 * len + 1 + sizeof("unix::65535");
 
-    node = ngx_calloc(sizeof(ngx_http_redis_ratelimit_node_t)
-                      + 2 * len + 1 + sizeof("unix::65535"), link->log);
-    if (node == NULL) {
-        return NULL;
+    node = ngx_http_redis_ratelimit_node_unused(room);
+
+    if (node) {
+        ngx_queue_remove(&node->queue);
+        room = node->room;
+
+    } else {
+        if (link->nnodes >= NGX_HTTP_REDIS_RATELIMIT_MAX_NODES) {
+            ngx_http_redis_ratelimit_log_failure(link->log,
+                                     "redis_ratelimit: %ui addresses in use, "
+                                     "none idle: %s:%d is not connected",
+                                     link->nnodes,
+                                     unix_path ? unix_path : host,
+                                     (int) port);
+            return NULL;
+        }
+
+        /* room for any address from Redis: the node may serve another */
+        room = ngx_max(room, NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM);
+
+        node = ngx_alloc(sizeof(ngx_http_redis_ratelimit_node_t) + room,
+                         link->log);
+        if (node == NULL) {
+            return NULL;
+        }
+
+        link->nnodes++;
     }
+
+    ngx_memzero(node, sizeof(ngx_http_redis_ratelimit_node_t) + room);
+    node->room = room;
 
     p = (u_char *) &node[1];
 
@@ -161,6 +197,36 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     ngx_queue_insert_tail(&link->nodes, &node->queue);
 
     return node;
+}
+
+
+/* a node of a Redis that nothing uses or points to, with room enough */
+
+static ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_node_unused(size_t room)
+{
+    ngx_queue_t                      *q;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    for (q = ngx_queue_head(&link->nodes);
+         q != ngx_queue_sentinel(&link->nodes);
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+
+        if (node->role == NGX_HTTP_REDIS_RATELIMIT_DATA
+            && node->ac == NULL && !node->reconnect && !node->mapped
+            && node->in_flight == 0 && node->batches == 0
+            && !node->connect_timer.timer_set
+            && !node->reconnect_timer.timer_set
+            && node != link->primary && node->room >= room)
+        {
+            return node;
+        }
+    }
+
+    return NULL;
 }
 
 

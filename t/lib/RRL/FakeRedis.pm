@@ -41,6 +41,9 @@ package RRL::FakeRedis;
 #   extra_status      the valid reply followed at once by an unsolicited +OK
 #   moved, ask        -MOVED / -ASK to another address (a cluster node
 #                     given as a single Redis)
+#   ask_churn         a cluster of one node (CLUSTER SLOTS: every slot is
+#                     its own) that answers every EVALSHA with an ASK to a
+#                     new address (127.0.0.1, a port not used before)
 #   clusterdown       -CLUSTERDOWN
 #   readonly          -READONLY (a replica given as the primary)
 #
@@ -60,10 +63,12 @@ use POSIX ();
 use Socket qw(IPPROTO_TCP TCP_NODELAY);
 use Time::HiRes qw(time);
 
+use RRL::Cluster ();
+
 my %BEHAVIOURS = map { $_ => 1 } qw(valid malformed wrong_type wrong_count
     bad_values huge_time huge_remaining huge_bulk flood split silent close
     error noscript_forever extra extra_inflight extra_status moved ask
-    clusterdown readonly);
+    ask_churn clusterdown readonly);
 
 sub behaviours { sort keys %BEHAVIOURS }
 
@@ -340,6 +345,12 @@ sub serve {
                     $queue->($c, "\$40\r\n$sha\r\n");
                     next;
                 }
+                if ($cmd eq 'CLUSTER' && $behaviour eq 'ask_churn') {
+                    my $me = $l->sockport;
+                    $queue->($c, "*1\r\n*3\r\n:0\r\n:16383\r\n"
+                        . "*2\r\n\$9\r\n127.0.0.1\r\n:$me\r\n");
+                    next;
+                }
                 if ($cmd eq 'PING') {
                     $queue->($c, "+PONG\r\n");
                     next;
@@ -401,6 +412,10 @@ sub serve {
                 } elsif ($behaviour eq 'moved' || $behaviour eq 'ask') {
                     $queue->($c, '-' . uc($behaviour)
                         . " 3999 127.0.0.1:1\r\n");
+                } elsif ($behaviour eq 'ask_churn') {
+                    my $slot = RRL::Cluster::keyslot($args->[3] // '');
+                    my $port = 20000 + $i % 40000;
+                    $queue->($c, "-ASK $slot 127.0.0.1:$port\r\n");
                 } elsif ($behaviour eq 'clusterdown') {
                     $queue->($c, "-CLUSTERDOWN The cluster is down\r\n");
                 } elsif ($behaviour eq 'readonly') {
