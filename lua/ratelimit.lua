@@ -46,6 +46,14 @@ local algorithms = {
 }
 
 local bad_arguments = 'ERR redis_ratelimit: bad arguments'
+
+-- a whole number from min to 2^53 (exact in a double), else nil: Lua's
+-- tonumber also takes "inf", "nan" and fractions, which no limit is, and
+-- every value is checked before anything is written, so that nothing can
+-- fail once a request's state has changed
+local function whole(v, min)
+  if v and v >= min and v <= 9007199254740992 and v % 1 == 0 then return v end
+end
 local form = ARGV[1]
 local release, batch = form == 'release', form == 'batch'
 
@@ -57,10 +65,10 @@ local function parse(k, a, n)
     local l = {
       key = KEYS[k + i - 1],
       algorithm = algorithms[ARGV[a + 1]],
-      limit = tonumber(ARGV[a + 2]),
-      period = tonumber(ARGV[a + 3]),
-      burst = tonumber(ARGV[a + 4]),
-      cost = tonumber(ARGV[a + 5]),
+      limit = whole(tonumber(ARGV[a + 2]), 1),
+      period = whole(tonumber(ARGV[a + 3]), 1),
+      burst = whole(tonumber(ARGV[a + 4]), 0),
+      cost = whole(tonumber(ARGV[a + 5]), 1),
     }
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
@@ -112,9 +120,9 @@ if batch then
   for z = 1, nzones do
     local zone = {
       algorithm = algorithms[ARGV[a]],
-      limit = tonumber(ARGV[a + 1]),
-      period = tonumber(ARGV[a + 2]),
-      burst = tonumber(ARGV[a + 3]),
+      limit = whole(tonumber(ARGV[a + 1]), 1),
+      period = whole(tonumber(ARGV[a + 2]), 1),
+      burst = whole(tonumber(ARGV[a + 3]), 0),
     }
     if not zone.algorithm then
       return redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
@@ -148,7 +156,7 @@ if batch then
     local limits = {}
     for i = 1, n do
       local zone = zones[number(ARGV[a + 2 * i - 1])]
-      local cost = number(ARGV[a + 2 * i])
+      local cost = whole(number(ARGV[a + 2 * i]), 1)
       if not (zone and cost) then return redis.error_reply(bad_arguments) end
       limits[i] = {
         key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,

@@ -20,29 +20,34 @@ function sliding_log.check(l, now)
     reset = tonumber(newest[2]) + l.period - now
   end
   if l.cost <= capacity then
-    -- the (count + cost - capacity)-th oldest entry must leave the window
-    local oldest = redis.call('ZRANGEBYSCORE', l.key,
-      '(' .. string.format('%d', since), '+inf', 'WITHSCORES',
-      'LIMIT', count + l.cost - capacity - 1, 1)
+    -- the (count + cost - capacity)-th oldest entry in the window must
+    -- leave it; the ZCARD - count entries before the window, not pruned
+    -- yet, rank first. By rank: O(log N), where an offset walks entries
+    local rank = redis.call('ZCARD', l.key) + l.cost - capacity - 1
+    local oldest = redis.call('ZRANGE', l.key, rank, rank, 'WITHSCORES')
     retry = tonumber(oldest[2]) + l.period - now
   end
   -- count may exceed a capacity lowered since it was stored
   return 0, math.max(0, capacity - count), reset, retry
 end
 
+-- members a ZADD or ZREM at most: unpack() of more than Lua's C stack
+-- (8000 values) fails
+local chunk = 1000
+
 function sliding_log.commit(l, now)
   redis.call('ZREMRANGEBYSCORE', l.key, '-inf', string.format('%d', l.since))
-  local args = {}
-  for i = 1, l.cost do
-    -- unique while the time stands still: the count only grows then...
-    args[#args + 1] = now
-    args[#args + 1] = string.format('%d:%d', now, l.count + i)
-  end
-  local added, n = redis.call('ZADD', l.key, unpack(args)), l.count + l.cost
-  -- ...unless a release shrank it: count on past the names taken
+  -- names unique while the time stands still: the count only grows then,
+  -- unless a release shrank it: then count on past the names taken
+  local added, n, prefix = 0, l.count, string.format('%d:', now)
   while added < l.cost do
-    n = n + 1
-    added = added + redis.call('ZADD', l.key, now, string.format('%d:%d', now, n))
+    local args, m = {}, math.min(chunk, l.cost - added)
+    for i = 1, m do
+      -- n stays far below 1e14: concatenated as a whole number
+      args[2 * i - 1], args[2 * i] = now, prefix .. (n + i)
+    end
+    n = n + m
+    added = added + redis.call('ZADD', l.key, unpack(args))
   end
   redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000))
 end
@@ -55,6 +60,8 @@ function sliding_log.release(l, at, now)
   local s = string.format('%d', at)
   local entries = redis.call('ZRANGEBYSCORE', l.key, s, s, 'LIMIT', 0, l.cost)
   if #entries == 0 then return false end
-  redis.call('ZREM', l.key, unpack(entries))
+  for i = 1, #entries, chunk do
+    redis.call('ZREM', l.key, unpack(entries, i, math.min(i + chunk - 1, #entries)))
+  end
   return true
 end

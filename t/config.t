@@ -276,6 +276,14 @@ my @bad = (
     ['local_zone named like a limit_req zone',
         http_conf("    limit_req_zone \$a zone=shared:1m rate=1r/s;\n" . $srv =~ s/%%LINE%%/redis_ratelimit_fail local local_zone=shared:1m; # HERE/r),
         'the shared memory zone "shared" is already declared for a different use in FILE:LINE'],
+
+    # sliding_log keeps a member per unit: N + burst at most 10000
+    ['sliding_log over its capacity bound',
+        http_conf("    redis_ratelimit_zone \$a zone=z rate=10000r/m burst=1 algorithm=sliding_log; # HERE\n"),
+        '"rate=10000r/m" with "burst=1" allows 10001 requests a period, "algorithm=sliding_log" at most 10000 in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['sliding_log over its capacity bound, by rate',
+        http_conf("    redis_ratelimit_zone \$a zone=z algorithm=sliding_log rate=200000r/h; # HERE\n"),
+        '"rate=200000r/h" with "burst=0" allows 200000 requests a period, "algorithm=sliding_log" at most 10000 in "redis_ratelimit_zone" directive in FILE:LINE'],
 );
 
 for my $case (@bad) {
@@ -319,6 +327,8 @@ http {
     redis_ratelimit_zone $arg_k zone=hourly rate=1000r/h burst=0;
     redis_ratelimit_zone $arg_k zone=daily rate=1r/d;
     redis_ratelimit_zone $arg_k zone=tens rate=3r/10s;
+    redis_ratelimit_zone $arg_k zone=log_at_its_bound rate=9990r/h burst=10 algorithm=sliding_log;
+    redis_ratelimit_zone $arg_k zone=window_over_it rate=1000000r/s algorithm=sliding_window;
 
     redis_ratelimit zone=ip;
     redis_ratelimit_status 503;

@@ -180,6 +180,18 @@ TEST(AlgorithmConfig, Capacity) {
     }
 }
 
+TEST(AlgorithmConfig, MaxCapacity) {
+    // sliding_log: a member per unit, a call adds up to the capacity
+    EXPECT_EQ(rrl_max_capacity(RRL_SLIDING_LOG), 10000u);
+    EXPECT_EQ(RRL_SLIDING_LOG_MAX_CAPACITY, 10000);
+    for (int a : {RRL_FIXED_WINDOW, RRL_SLIDING_WINDOW, RRL_TOKEN_BUCKET,
+                  RRL_LEAKY_BUCKET}) {
+        EXPECT_EQ(rrl_max_capacity(a), UINT64_MAX) << alg_name(a);
+    }
+    EXPECT_EQ(rrl_max_capacity(-1), 0u);
+    EXPECT_EQ(rrl_max_capacity(RRL_ALGORITHM_COUNT), 0u);
+}
+
 TEST(AlgorithmConfig, StateLifetime) {
     struct Row {
         int algorithm;

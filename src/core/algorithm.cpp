@@ -62,6 +62,10 @@ std::uint64_t capacity(const Algorithm& a, std::uint64_t limit,
     }
 }
 
+std::uint64_t max_capacity(const Algorithm& a) {
+    return a.id == RRL_SLIDING_LOG ? RRL_SLIDING_LOG_MAX_CAPACITY : UINT64_MAX;
+}
+
 std::uint64_t state_lifetime_ms(const Algorithm& a, std::uint64_t limit,
                                 std::uint64_t period_ms, std::uint64_t burst) {
     // in floating point: (burst + 1) * period overflows 64 bits at extremes

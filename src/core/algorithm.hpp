@@ -24,6 +24,8 @@ std::uint64_t effective_burst(const Algorithm& a, std::uint64_t limit,
                               std::uint64_t burst);
 std::uint64_t capacity(const Algorithm& a, std::uint64_t limit,
                        std::uint64_t burst);
+// The most N + burst may be (UINT64_MAX: no bound of the algorithm's own).
+std::uint64_t max_capacity(const Algorithm& a);
 // Saturates at UINT64_MAX.
 std::uint64_t state_lifetime_ms(const Algorithm& a, std::uint64_t limit,
                                 std::uint64_t period_ms, std::uint64_t burst);

@@ -73,6 +73,11 @@ uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst) noexcept {
     return a == nullptr ? 0 : rrl::capacity(*a, limit, burst);
 }
 
+uint64_t rrl_max_capacity(int algorithm) noexcept {
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? 0 : rrl::max_capacity(*a);
+}
+
 uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
                                uint64_t period_ms, uint64_t burst) noexcept {
     const rrl::Algorithm* a = rrl::algorithm(algorithm);

@@ -62,6 +62,17 @@ uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst)
     RRL_NOEXCEPT;
 
 /*
+ * The largest capacity a zone of the algorithm may have: sliding_log keeps
+ * one sorted-set member per unit of cost, and a call adds up to the
+ * capacity at once, so N + burst is at most RRL_SLIDING_LOG_MAX_CAPACITY
+ * (a call's work stays within a few ms of Redis); the others keep a few
+ * numbers whatever N, and have no bound but N's and burst's own.
+ */
+#define RRL_SLIDING_LOG_MAX_CAPACITY  10000
+
+uint64_t rrl_max_capacity(int algorithm) RRL_NOEXCEPT;
+
+/*
  * How long a key's state can matter, in ms: a window (fixed_window,
  * sliding_log), two (sliding_window), or the time to refill or drain a
  * whole bucket. Every duration in the script's reply is at most this; zones

@@ -1783,6 +1783,17 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (zone->capacity > rrl_max_capacity(zone->algorithm)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rate=%V\" with \"burst=%ui\" allows %ui "
+                           "requests a period, \"algorithm=%s\" at most "
+                           "%uL in \"%V\" directive",
+                           &zone->rate, zone->burst, zone->capacity,
+                           rrl_algorithm_name(zone->algorithm),
+                           rrl_max_capacity(zone->algorithm), &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
     /* the zone being defined is the last one: find an earlier namesake */
     rmcf->zones.nelts--;
     first = ngx_http_redis_ratelimit_find_zone(rmcf, &zone->name);
