@@ -33,7 +33,9 @@
 --   then per request: its number of limits n, then per limit: its zone
 --     (1 to z) and its cost. (Zones once, not per limit: every number is
 --     a strtod in Lua, and most of a batch's limits share a few zones.)
---   Reply: each request's check reply, one after another.
+--   Reply: each request's check reply, one after another; a request
+--     whose commands Redis failed (a key of another type, out of memory)
+--     has -1 for passed and for each of its limits' integers.
 --
 -- Bad arguments change nothing: 'ERR redis_ratelimit: bad arguments' or
 -- 'ERR redis_ratelimit: unknown algorithm <name>'.
@@ -177,7 +179,14 @@ if batch then
   if not now then return redis.error_reply(bad_arguments) end
   local reply = {}
   for r = 1, #requests do
-    check(requests[r], now, reply)
+    local at = #reply
+    if not pcall(check, requests[r], now, reply) then
+      -- Redis failed a command of this request (a key of another type,
+      -- out of memory): the requests before it were written, so the batch
+      -- goes on; this one alone gets a reply no decoder takes, passed -1
+      for i = at + 1, at + 2 + 4 * #requests[r] do reply[i] = -1 end
+      reply[at + 2] = now
+    end
   end
   return reply
 end

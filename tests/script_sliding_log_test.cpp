@@ -164,6 +164,37 @@ TEST_F(SlidingLogTest, ARejectionOnAFullKeyFindsItsRetryByRank) {
     EXPECT_GT(script_commands, 0) << "MONITOR shows the script's commands";
 }
 
+TEST_F(SlidingLogTest, ARequestThatFailsInABatchFailsAlone) {
+    // a key of the wrong type (written by someone else): Redis fails that
+    // request's commands; the requests before it were decided and written,
+    // so the batch may not fail as a whole: that one request alone gets a
+    // reply no decoder accepts (passed -1), the others are decided
+    ASSERT_EQ(redis_->integer({"LPUSH", "rrl:{w:2}:fw", "x"}), 1);
+    std::vector<Limit> requests = {
+        with_cost(fw("rrl:{w:1}:fw", 5, 1000), 1),
+        with_cost(fw("rrl:{w:2}:fw", 5, 1000), 1),
+        with_cost(sl("rrl:{w:3}:sl", 5, 1000), 2),
+    };
+    Reply r = batch_one(kT, requests);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY)
+        << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "");
+    ASSERT_EQ(r->elements, 3u * (RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT));
+    EXPECT_EQ(r->element[0]->integer, 1);
+    EXPECT_EQ(r->element[6]->integer, -1) << "the failed request";
+    EXPECT_EQ(r->element[6 + 2]->integer, -1) << "and its limit";
+    EXPECT_EQ(r->element[12]->integer, 1);
+    EXPECT_FALSE(get("rrl:{w:1}:fw").empty());
+    EXPECT_EQ(zcard("rrl:{w:3}:sl"), 2);
+
+    std::vector<std::int64_t> failed;
+    for (size_t i = 6; i < 12; i++) failed.push_back(r->element[i]->integer);
+    rrl_limit_result_t limit;
+    rrl_decision_t decision;
+    EXPECT_EQ(rrl_reply_decode(failed.data(), failed.size(), 1, &limit, &decision),
+              RRL_ERROR)
+        << "the module gives that request its fail mode";
+}
+
 TEST_F(SlidingLogTest, ValuesThatAreNoLimitChangeNothing) {
     const std::vector<std::string> good = {"fixed_window", "5", "1000", "0"};
     struct Case {
