@@ -47,6 +47,7 @@ typedef struct {
     unsigned                     answered:1;
     unsigned                     ok:1;        /* values are set */
     unsigned                     counted:1;   /* the breaker saw its outcome */
+    unsigned                     probe:1;     /* its node's half-open probe */
 } ngx_http_redis_ratelimit_part_t;
 
 
@@ -113,6 +114,10 @@ static void ngx_http_redis_ratelimit_batch_answer(
     ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr);
 static void ngx_http_redis_ratelimit_batch_fail(
     ngx_http_redis_ratelimit_batch_t *batch, const char *fmt, ...);
+static void ngx_http_redis_ratelimit_part_unsent(
+    ngx_http_redis_ratelimit_part_t *part);
+static void ngx_http_redis_ratelimit_batch_unsent(
+    ngx_http_redis_ratelimit_batch_t *batch, ngx_uint_t failed);
 static void ngx_http_redis_ratelimit_batch_free(
     ngx_http_redis_ratelimit_batch_t *batch);
 static void ngx_http_redis_ratelimit_part_done(
@@ -239,7 +244,7 @@ ngx_http_redis_ratelimit_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_done_pt done)
 {
-    ngx_uint_t                        i, nparts;
+    ngx_uint_t                        i, j, nparts;
     ngx_http_redis_ratelimit_call_t  *call;
     ngx_http_redis_ratelimit_part_t  *part;
     ngx_http_redis_ratelimit_node_t  *node;
@@ -296,10 +301,26 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     for (i = 0; i < call->nparts; i++) {
         node = call->parts[i].node;
 
-        if (ngx_http_redis_ratelimit_circuit_allows(node) != NGX_OK) {
+        /* a node is asked once a call: its parts go with one probe */
+        for (j = 0; j < i && call->parts[j].node != node; j++) { /* void */ }
+
+        if (j < i) {
+            continue;
+        }
+
+        switch (ngx_http_redis_ratelimit_circuit_allows(node)) {
+
+        case RRL_BREAKER_PROBE:
+            call->parts[i].probe = 1;
+            break;
+
+        case RRL_BREAKER_REFUSE:
             while (i--) {
-                /* the probes not made */
-                call->parts[i].node->probing = 0;
+                /* the probes granted to the call: not made */
+                if (call->parts[i].probe) {
+                    ngx_http_redis_ratelimit_circuit_abandon(
+                                                         call->parts[i].node);
+                }
             }
 
             ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CIRCUIT_OPEN);
@@ -321,6 +342,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         part = &call->parts[i];
 
         if (ngx_http_redis_ratelimit_enqueue(part) != NGX_OK) {
+            ngx_http_redis_ratelimit_part_unsent(part);
             ngx_http_redis_ratelimit_part_failed(part, "no memory");
         }
     }
@@ -635,6 +657,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         part = batch->parts[i];
 
         if (part->call->request == NULL || part->answered) {
+            ngx_http_redis_ratelimit_part_unsent(part);
             batch->nkeys -= part->nlimits;
             batch->nvalues -= RRL_REPLY_HEADER
                               + RRL_REPLY_PER_LIMIT * part->nlimits;
@@ -654,6 +677,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
     if (node->ac == NULL) {
         ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
+        ngx_http_redis_ratelimit_batch_unsent(batch, 1);
         ngx_http_redis_ratelimit_batch_fail(batch, "no connection");
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
@@ -668,6 +692,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
             ngx_free(zones);
         }
 
+        ngx_http_redis_ratelimit_batch_unsent(batch, 0);
         ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
@@ -686,6 +711,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         != NGX_OK)
     {
         ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
+        ngx_http_redis_ratelimit_batch_unsent(batch, 1);
         ngx_http_redis_ratelimit_batch_fail(batch, "cannot send: %s",
                                             node->ac && node->ac->errstr[0]
                                             ? node->ac->errstr : "closing");
@@ -941,6 +967,8 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     for (i = 0; i < batch->nparts; i++) {
         batch->parts[i]->node = node;
         batch->parts[i]->counted = 0;
+        /* the probe, if any, was the first node's: its reply ended it */
+        batch->parts[i]->probe = 0;
     }
 
     return NGX_OK;
@@ -1123,6 +1151,62 @@ ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
 }
 
 
+/*
+ * A part that is not sent: the probe it holds, if the breaker has not seen
+ * its outcome, is abandoned (the next call probes).
+ */
+
+static void
+ngx_http_redis_ratelimit_part_unsent(ngx_http_redis_ratelimit_part_t *part)
+{
+    if (part->counted) {
+        return;
+    }
+
+    part->counted = 1;
+
+    if (part->probe) {
+        ngx_http_redis_ratelimit_circuit_abandon(part->node);
+    }
+}
+
+
+/*
+ * A batch that cannot be sent: a failure of its node when the node is at
+ * fault (no connection, a write refused), once; else its probes abandoned
+ */
+
+static void
+ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
+    ngx_uint_t failed)
+{
+    ngx_uint_t                        i, counted;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    counted = 1;
+
+    for (i = 0; i < batch->nparts; i++) {
+        part = batch->parts[i];
+
+        if (part->counted) {
+            continue;
+        }
+
+        counted = 0;
+
+        if (!failed) {
+            ngx_http_redis_ratelimit_part_unsent(part);
+        }
+
+        part->counted = 1;
+    }
+
+    if (failed && !counted) {
+        ngx_http_redis_ratelimit_circuit_outcome(batch->node, 0);
+    }
+}
+
+
 static void
 ngx_http_redis_ratelimit_batch_free(ngx_http_redis_ratelimit_batch_t *batch)
 {
@@ -1178,13 +1262,19 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
-    ngx_uint_t                          i, n;
+    ngx_uint_t                          i, j;
     ngx_http_redis_ratelimit_part_t    *part;
     ngx_http_redis_ratelimit_result_t  *result;
-    ngx_http_redis_ratelimit_node_t    *nodes[8];
+
+    if (call->pending == 0) {
+        /*
+         * every part was answered in this turn, before the timers ran:
+         * the finish posted then decides, and no timeout is counted
+         */
+        return;
+    }
 
     result = &call->ctx->result;
-    n = 0;
 
     for (i = 0; i < call->nparts; i++) {
         part = &call->parts[i];
@@ -1203,14 +1293,28 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
         }
 
         part->answered = 1;
+    }
 
-        if (!part->counted) {
-            /* counted after the request goes on: the breaker may drop nodes */
-            part->counted = 1;
+    /*
+     * a failure for each node waited on, once: every part is answered, so
+     * a stuck connection the breaker drops can no more touch this call
+     */
 
-            if (n < 8) {
-                nodes[n++] = part->node;
-            }
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (part->counted) {
+            continue;
+        }
+
+        part->counted = 1;
+
+        for (j = 0; j < i && call->parts[j].node != part->node; j++) {
+            /* void */
+        }
+
+        if (j == i) {
+            ngx_http_redis_ratelimit_circuit_outcome(part->node, 0);
         }
     }
 
@@ -1218,11 +1322,6 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 
     ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_TIMEOUT);
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
-
-    /* the call may be freed by now: the breaker needs only the nodes */
-    for (i = 0; i < n; i++) {
-        ngx_http_redis_ratelimit_circuit_outcome(nodes[i], 0);
-    }
 }
 
 

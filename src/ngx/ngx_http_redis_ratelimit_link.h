@@ -38,11 +38,7 @@ typedef struct {
     ngx_event_t                  reconnect_timer;
     ngx_msec_t                   backoff;
 
-    /* the circuit breaker */
-    ngx_uint_t                   circuit;
-    ngx_uint_t                   failures;    /* in a row */
-    ngx_msec_t                   open_until;
-    unsigned                     probing:1;   /* half open: one call out */
+    rrl_breaker_t                breaker;     /* the core's state machine */
     unsigned                     dropping:1;  /* freeing a stuck context */
 
     ngx_uint_t                   in_flight;   /* calls hiredis holds */
@@ -106,10 +102,14 @@ ngx_int_t ngx_http_redis_ratelimit_command_formatted(
 ngx_int_t ngx_http_redis_ratelimit_command_argv(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, int argc, const char **argv, const size_t *argvlen);
+/* RRL_BREAKER_CALL, _PROBE (the caller's call is the probe) or _REFUSE */
 ngx_int_t ngx_http_redis_ratelimit_circuit_allows(
     ngx_http_redis_ratelimit_node_t *node);
 void ngx_http_redis_ratelimit_circuit_outcome(
     ngx_http_redis_ratelimit_node_t *node, ngx_uint_t ok);
+/* a probe granted and never sent */
+void ngx_http_redis_ratelimit_circuit_abandon(
+    ngx_http_redis_ratelimit_node_t *node);
 /* a numeric address, that hiredis connects to without DNS */
 ngx_uint_t ngx_http_redis_ratelimit_numeric(const char *host);
 /* converts a reply for the core's parsers; NULL: no memory */

@@ -22,11 +22,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH  1000
 
-/* node.c's circuit states */
-#define NGX_HTTP_REDIS_RATELIMIT_NODE_CLOSED     0
-#define NGX_HTTP_REDIS_RATELIMIT_NODE_OPEN       1
-#define NGX_HTTP_REDIS_RATELIMIT_NODE_HALF_OPEN  2
-
 
 typedef struct {
     ngx_queue_t                  queue;
@@ -339,13 +334,13 @@ ngx_http_redis_ratelimit_metrics_publish(void)
             connections++;
         }
 
-        switch (node->circuit) {
+        switch (node->breaker.state) {
 
-        case NGX_HTTP_REDIS_RATELIMIT_NODE_OPEN:
+        case RRL_BREAKER_OPEN:
             circuits[RRL_METRICS_CIRCUIT_OPEN]++;
             break;
 
-        case NGX_HTTP_REDIS_RATELIMIT_NODE_HALF_OPEN:
+        case RRL_BREAKER_HALF_OPEN:
             circuits[RRL_METRICS_CIRCUIT_HALF_OPEN]++;
             break;
 

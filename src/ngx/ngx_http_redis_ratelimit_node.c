@@ -25,9 +25,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM                                    \
     (2 * RRL_HOST_MAX + sizeof("unix::65535"))
 
-#define NGX_HTTP_REDIS_RATELIMIT_CLOSED     0
-#define NGX_HTTP_REDIS_RATELIMIT_OPEN       1
-#define NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN  2
 
 
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_node_unused(
@@ -161,6 +158,9 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
 
     ngx_memzero(node, sizeof(ngx_http_redis_ratelimit_node_t) + room);
     node->room = room;
+
+    rrl_breaker_init(&node->breaker, link->conf->max_failures,
+                     (int64_t) link->conf->cooldown);
 
     p = (u_char *) &node[1];
 
@@ -1061,40 +1061,23 @@ ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev)
 
 
 /*
- * The circuit breaker, one a node. Closed: calls go to Redis. After
- * max_failures in a row (timeouts, lost connections, error replies) it
- * opens: for cooldown no call is made and requests get the fail mode at
- * once. Then, half open, one call probes: its success closes the circuit,
- * its failure opens it again.
+ * The circuit breaker, one a node: the core's state machine (breaker.hpp),
+ * on the monotonic clock in ms (ngx_current_msec wraps on 32 bits). Here:
+ * its log lines, and a stuck connection dropped when it opens.
  */
 
 ngx_int_t
 ngx_http_redis_ratelimit_circuit_allows(ngx_http_redis_ratelimit_node_t *node)
 {
-    switch (node->circuit) {
+    return rrl_breaker_allow(&node->breaker,
+                             ngx_http_redis_ratelimit_deny_clock() / 1000);
+}
 
-    case NGX_HTTP_REDIS_RATELIMIT_OPEN:
-        if ((ngx_msec_int_t) (ngx_current_msec - node->open_until) < 0) {
-            return NGX_DECLINED;
-        }
 
-        node->circuit = NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN;
-        node->probing = 0;
-
-        /* fall through */
-
-    case NGX_HTTP_REDIS_RATELIMIT_HALF_OPEN:
-        if (node->probing) {
-            return NGX_DECLINED;
-        }
-
-        /* the caller's call is the probe */
-        node->probing = 1;
-        return NGX_OK;
-
-    default:
-        return NGX_OK;
-    }
+void
+ngx_http_redis_ratelimit_circuit_abandon(ngx_http_redis_ratelimit_node_t *node)
+{
+    rrl_breaker_abandon(&node->breaker);
 }
 
 
@@ -1106,14 +1089,8 @@ ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
 
     rmcf = ngx_http_redis_ratelimit_link.conf;
 
-    /* whatever it was, it may have been the probe */
-    node->probing = 0;
-
     if (ok) {
-        node->failures = 0;
-
-        if (node->circuit != NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
-            node->circuit = NGX_HTTP_REDIS_RATELIMIT_CLOSED;
+        if (rrl_breaker_success(&node->breaker) == RRL_BREAKER_CLOSED_AGAIN) {
             ngx_log_error(NGX_LOG_WARN, node->log, 0,
                           "redis_ratelimit: %V answers again, circuit closed",
                           &node->name);
@@ -1122,25 +1099,18 @@ ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
         return;
     }
 
-    node->failures++;
-
-    if (node->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED
-        && node->failures < rmcf->max_failures)
+    if (rrl_breaker_failure(&node->breaker,
+                            ngx_http_redis_ratelimit_deny_clock() / 1000)
+        == RRL_BREAKER_OPENED)
     {
-        return;
-    }
-
-    if (node->circuit == NGX_HTTP_REDIS_RATELIMIT_CLOSED) {
         ngx_log_error(NGX_LOG_WARN, node->log, 0,
-                      "redis_ratelimit: %ui failures in a row on %V, "
+                      "redis_ratelimit: %uL failures in a row on %V, "
                       "circuit open: the fail mode answers, a probe every %M ms",
-                      node->failures, &node->name, rmcf->cooldown);
+                      node->breaker.failures, &node->name, rmcf->cooldown);
     }
 
-    node->circuit = NGX_HTTP_REDIS_RATELIMIT_OPEN;
-    node->open_until = ngx_current_msec + rmcf->cooldown;
-
-    if (node->ac && !node->dropping && node->in_flight
+    if (node->breaker.state == RRL_BREAKER_OPEN
+        && node->ac && !node->dropping && node->in_flight
         && ngx_current_msec - node->last_read >= rmcf->timeout)
     {
         /*
