@@ -68,13 +68,22 @@ sub which {
 
 # a port nobody listens on now (the kernel's choice, so files run in parallel)
 
+# never the same one twice in a test file: the kernel may hand a port just
+# closed out again, and two servers of one instance would share it
+
+my %given;
+
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-        Proto => 'tcp', Listen => 1, ReuseAddr => 1)
-        or croak "cannot bind a free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+            Proto => 'tcp', Listen => 1, ReuseAddr => 1)
+            or croak "cannot bind a free port: $!";
+        my $port = $s->sockport;
+        close $s;
+        next if $given{$port}++;
+        return $port;
+    }
+    croak 'no free port not given already';
 }
 
 
