@@ -414,7 +414,10 @@ sub serve {
                         . " 3999 127.0.0.1:1\r\n");
                 } elsif ($behaviour eq 'ask_churn') {
                     my $slot = RRL::Cluster::keyslot($args->[3] // '');
-                    my $port = 20000 + $i % 40000;
+                    # below the kernel's ephemeral ports (the tests'
+                    # servers) and between RRL::Cluster's two ranges:
+                    # nothing listens there
+                    my $port = 23000 + $i % 6000;
                     $queue->($c, "-ASK $slot 127.0.0.1:$port\r\n");
                 } elsif ($behaviour eq 'clusterdown') {
                     $queue->($c, "-CLUSTERDOWN The cluster is down\r\n");
