@@ -125,6 +125,10 @@ static void ngx_http_redis_ratelimit_part_done(
 static void ngx_http_redis_ratelimit_part_failed(
     ngx_http_redis_ratelimit_part_t *part, const char *fmt, ...);
 static void ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev);
+static void ngx_http_redis_ratelimit_call_probe_timeout(
+    ngx_http_redis_ratelimit_call_t *call);
+static void ngx_http_redis_ratelimit_call_free(
+    ngx_http_redis_ratelimit_call_t *call);
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_merge(
     ngx_http_redis_ratelimit_call_t *call);
@@ -864,7 +868,7 @@ ngx_http_redis_ratelimit_part_out(ngx_http_redis_ratelimit_part_t *part)
     }
 
     if (call->in_redis == 0 && call->request == NULL) {
-        ngx_free(call);
+        ngx_http_redis_ratelimit_call_free(call);
     }
 
     return NGX_DECLINED;
@@ -1266,6 +1270,11 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
     ngx_http_redis_ratelimit_part_t    *part;
     ngx_http_redis_ratelimit_result_t  *result;
 
+    if (call->request == NULL) {
+        ngx_http_redis_ratelimit_call_probe_timeout(call);
+        return;
+    }
+
     if (call->pending == 0) {
         /*
          * every part was answered in this turn, before the timers ran:
@@ -1322,6 +1331,37 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 
     ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_TIMEOUT);
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
+}
+
+
+/*
+ * A call detached with a probe in Redis, unanswered for a whole timeout:
+ * a failure of the probe's node. The call is held meanwhile: a stuck
+ * connection the breaker drops fails its batches at once, and the last of
+ * the call's parts coming out of them would free it.
+ */
+
+static void
+ngx_http_redis_ratelimit_call_probe_timeout(
+    ngx_http_redis_ratelimit_call_t *call)
+{
+    ngx_uint_t                        i;
+    ngx_http_redis_ratelimit_part_t  *part;
+
+    call->in_redis++;
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (part->in_redis && part->probe && !part->counted) {
+            part->counted = 1;
+            ngx_http_redis_ratelimit_circuit_outcome(part->node, 0);
+        }
+    }
+
+    if (--call->in_redis == 0) {
+        ngx_http_redis_ratelimit_call_free(call);
+    }
 }
 
 
@@ -1471,9 +1511,9 @@ ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
 void
 ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
 {
-    if (call->timer.timer_set) {
-        ngx_del_timer(&call->timer);
-    }
+    ngx_uint_t                        i;
+    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
     if (call->finish.posted) {
         ngx_delete_posted_event(&call->finish);
@@ -1483,11 +1523,49 @@ ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
     call->request = NULL;
     call->ctx = NULL;
 
-    ngx_http_redis_ratelimit_link.parked--;
+    link->parked--;
 
     if (call->in_redis == 0) {
-        ngx_free(call);
+        ngx_http_redis_ratelimit_call_free(call);
+        return;
     }
+
+    /*
+     * The request went away with parts in Redis. Should one carry its
+     * node's probe, the timer stays: a Redis that never answers on that
+     * connection still ends the probe, as a failure. Nothing else waits.
+     */
+
+    for (i = 0; i < call->nparts; i++) {
+        part = &call->parts[i];
+
+        if (part->in_redis && part->probe && !part->counted
+            && call->timer.timer_set)
+        {
+            /* the request's log is gone with it */
+            call->timer.log = link->log;
+
+            /* and a graceful shutdown need not wait for the call */
+            call->timer.cancelable = 1;
+
+            return;
+        }
+    }
+
+    if (call->timer.timer_set) {
+        ngx_del_timer(&call->timer);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_call_free(ngx_http_redis_ratelimit_call_t *call)
+{
+    if (call->timer.timer_set) {
+        ngx_del_timer(&call->timer);
+    }
+
+    ngx_free(call);
 }
 
 

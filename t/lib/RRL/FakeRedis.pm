@@ -119,6 +119,9 @@ sub stats {
 sub stop {
     my ($self) = @_;
     my $pid = delete $self->{pid} or return;
+    # from DESTROY at exit too: the child's status must not become the
+    # test's exit status
+    local $?;
     kill 'TERM', $pid;
     waitpid($pid, 0);
 }
