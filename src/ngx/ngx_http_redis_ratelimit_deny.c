@@ -185,7 +185,7 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     }
 
     dctx = rmcf->deny_zone->data;
-    now = ngx_http_redis_ratelimit_deny_clock();
+    now = ngx_http_redis_ratelimit_clock();
 
     for (i = 0; i < ctx->nlimits; i++) {
 
@@ -232,31 +232,6 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
 
         ngx_shmtx_unlock(&dctx->shpool->mutex);
     }
-}
-
-
-/*
- * A fresh reading of the monotonic clock, in us: ngx_current_msec is the
- * time of the event loop's last turn (of a coarse clock, on Linux), and a
- * late "now" could reject after Redis's end of a rejection.
- */
-
-int64_t
-ngx_http_redis_ratelimit_deny_clock(void)
-{
-#if (NGX_HAVE_CLOCK_MONOTONIC)
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-#else
-    struct timeval  tv;
-
-    ngx_gettimeofday(&tv);
-
-    return (int64_t) tv.tv_sec * 1000000 + tv.tv_usec;
-#endif
 }
 
 

@@ -723,7 +723,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         return;
     }
 
-    batch->sent = ngx_http_redis_ratelimit_deny_clock();
+    batch->sent = ngx_http_redis_ratelimit_clock();
     node->in_flight++;
 }
 
@@ -965,7 +965,7 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     batch->node = node;
-    batch->sent = ngx_http_redis_ratelimit_deny_clock();
+    batch->sent = ngx_http_redis_ratelimit_clock();
     node->in_flight++;
 
     for (i = 0; i < batch->nparts; i++) {
@@ -1568,32 +1568,3 @@ ngx_http_redis_ratelimit_call_free(ngx_http_redis_ratelimit_call_t *call)
     ngx_free(call);
 }
 
-
-void
-ngx_http_redis_ratelimit_log_failure(ngx_log_t *log, const char *fmt, ...)
-{
-    u_char      *p;
-    va_list      args;
-    u_char       msg[NGX_MAX_ERROR_STR];
-
-    static time_t      last;
-    static ngx_uint_t  suppressed;
-
-    if (ngx_time() == last) {
-        suppressed++;
-        return;
-    }
-
-    last = ngx_time();
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(msg, msg + sizeof(msg) - 64, fmt, args);
-    va_end(args);
-
-    if (suppressed) {
-        p = ngx_sprintf(p, " (%ui similar errors suppressed)", suppressed);
-        suppressed = 0;
-    }
-
-    ngx_log_error(NGX_LOG_ERR, log, 0, "%*s", (size_t) (p - msg), msg);
-}

@@ -110,8 +110,6 @@ void ngx_http_redis_ratelimit_circuit_outcome(
 /* a probe granted and never sent */
 void ngx_http_redis_ratelimit_circuit_abandon(
     ngx_http_redis_ratelimit_node_t *node);
-/* a numeric address, that hiredis connects to without DNS */
-ngx_uint_t ngx_http_redis_ratelimit_numeric(const char *host);
 /* converts a reply for the core's parsers; NULL: no memory */
 rrl_value_t *ngx_http_redis_ratelimit_value(ngx_pool_t *pool,
     redisReply *reply);

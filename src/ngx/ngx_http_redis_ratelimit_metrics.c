@@ -257,7 +257,7 @@ ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
         return;
     }
 
-    rtt = ngx_http_redis_ratelimit_deny_clock() - sent;
+    rtt = ngx_http_redis_ratelimit_clock() - sent;
 
     if (sent > 0 && rtt >= 0) {
         (void) ngx_atomic_fetch_add(

@@ -381,7 +381,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     }
 
     /* read before the call: a rejection learned from it ends by Redis's */
-    ctx->sent = ngx_http_redis_ratelimit_deny_clock();
+    ctx->sent = ngx_http_redis_ratelimit_clock();
 
     if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
         ngx_http_redis_ratelimit_decide_cached(r, ctx);
@@ -629,7 +629,7 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
 
     if (ctx->result.rc == NGX_OK) {
         /* the turn's wait for the batch included: what the client waited */
-        ctx->rtt = ngx_http_redis_ratelimit_deny_clock() - ctx->sent;
+        ctx->rtt = ngx_http_redis_ratelimit_clock() - ctx->sent;
         ctx->replied = 1;
     }
 
@@ -733,37 +733,6 @@ ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
     ngx_str_set(&type, "application/problem+json");
 
     return ngx_http_redis_ratelimit_send_body(r, ctx->rc, &type, b);
-}
-
-
-/* a response of the module's own: b holds the whole body */
-
-ngx_int_t
-ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_str_t *type, ngx_buf_t *b)
-{
-    ngx_int_t     rc;
-    ngx_chain_t   out;
-
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = b->last - b->pos;
-    r->headers_out.content_type = *type;
-    r->headers_out.content_type_len = type->len;
-    r->headers_out.content_type_lowcase = NULL;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
 }
 
 

@@ -194,9 +194,18 @@ typedef struct {
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
+/* util: the bottom layer, calling no other file */
+
+/* errors logged at most once a second per worker */
+void ngx_http_redis_ratelimit_log_failure(ngx_log_t *log, const char *fmt,
+    ...);
+/* a fresh reading of the monotonic clock, in us */
+int64_t ngx_http_redis_ratelimit_clock(void);
 /* sends a response of the module's own: b holds the whole body */
 ngx_int_t ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *type, ngx_buf_t *b);
+/* a numeric address, that hiredis connects to without DNS */
+ngx_uint_t ngx_http_redis_ratelimit_numeric(const char *host);
 
 /* link: the worker's Redis connections */
 ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
@@ -216,10 +225,6 @@ ngx_http_redis_ratelimit_call_t *ngx_http_redis_ratelimit_call(
 /* The request goes away: "done" will not run, and the reply is dropped. */
 void ngx_http_redis_ratelimit_call_detach(
     ngx_http_redis_ratelimit_call_t *call);
-
-/* Errors logged at most once a second per worker. */
-void ngx_http_redis_ratelimit_log_failure(ngx_log_t *log, const char *fmt,
-    ...);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
@@ -252,7 +257,6 @@ char *ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
 /* the zone, unless "off" or no zone is defined */
 ngx_int_t ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
-int64_t ngx_http_redis_ratelimit_deny_clock(void);
 
 /*
  * NGX_OK: a limit of the request is in the cache, rejected until later

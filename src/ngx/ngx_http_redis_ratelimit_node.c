@@ -26,7 +26,6 @@
     (2 * RRL_HOST_MAX + sizeof("unix::65535"))
 
 
-
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_node_unused(
     size_t room);
 static void ngx_http_redis_ratelimit_schedule_reconnect(
@@ -1070,7 +1069,7 @@ ngx_int_t
 ngx_http_redis_ratelimit_circuit_allows(ngx_http_redis_ratelimit_node_t *node)
 {
     return rrl_breaker_allow(&node->breaker,
-                             ngx_http_redis_ratelimit_deny_clock() / 1000);
+                             ngx_http_redis_ratelimit_clock() / 1000);
 }
 
 
@@ -1100,7 +1099,7 @@ ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
     }
 
     if (rrl_breaker_failure(&node->breaker,
-                            ngx_http_redis_ratelimit_deny_clock() / 1000)
+                            ngx_http_redis_ratelimit_clock() / 1000)
         == RRL_BREAKER_OPENED)
     {
         ngx_log_error(NGX_LOG_WARN, node->log, 0,
@@ -1124,27 +1123,3 @@ ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
     }
 }
 
-
-ngx_uint_t
-ngx_http_redis_ratelimit_numeric(const char *host)
-{
-    size_t  len;
-
-    len = ngx_strlen(host);
-
-    if (ngx_inet_addr((u_char *) host, len) != INADDR_NONE) {
-        return 1;
-    }
-
-#if (NGX_HAVE_INET6)
-    {
-    u_char  addr[16];
-
-    if (ngx_inet6_addr((u_char *) host, len, addr) == NGX_OK) {
-        return 1;
-    }
-    }
-#endif
-
-    return 0;
-}
