@@ -7,6 +7,9 @@
 # UBSan into build-asan/ and runs both suites again under them; any
 # sanitizer report fails the run.
 #
+# RRL_COVERAGE=1 also prints the core's coverage by the unit tests alone
+# and fails under 90% of its lines (scripts/coverage.sh).
+#
 # RRL_PACKAGE=1 also builds the Debian package (debian/), installs it,
 # runs a request through the installed module and purges it again
 # (scripts/package-test.sh).
@@ -58,5 +61,6 @@ if [ "${RRL_ASAN:-0}" = 1 ]; then
         exit 1
     fi
 fi
+if [ "${RRL_COVERAGE:-0}" = 1 ]; then scripts/coverage.sh; fi
 if [ "${RRL_PACKAGE:-0}" = 1 ]; then scripts/package-test.sh; fi
 if [ "${RRL_FUZZ:-0}" = 1 ]; then scripts/fuzz.sh; fi
