@@ -8,6 +8,7 @@
 
 #include "algorithm.hpp"
 #include "breaker.hpp"
+#include "capi.hpp"
 #include "cost.hpp"
 #include "deny.hpp"
 #include "error_reply.hpp"
@@ -24,26 +25,10 @@
 #include "topology.hpp"
 
 using rrl::LogLevel;
+using rrl::capi::guarded;
+using rrl::capi::put;
 
 namespace {
-
-template <typename F, typename R>
-R guarded(const char* what, R on_error, F&& body) noexcept {
-    try {
-        return body();
-    } catch (const std::exception& e) {
-        rrl::log(LogLevel::error, std::string(what) + ": " + e.what());
-    } catch (...) {
-        rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
-    }
-    return on_error;
-}
-
-// snprintf's convention: the whole length, written only when it fits.
-size_t put(const std::string& value, char* buf, size_t size) noexcept {
-    if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
-    return value.size();
-}
 
 int change_code(rrl::BreakerChange c) noexcept {
     switch (c) {

@@ -1,0 +1,33 @@
+// Shared by the extern "C" files of the core (capi*.cpp): no exception
+// ever crosses into nginx, and values are copied out as snprintf does.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "log.hpp"
+
+namespace rrl::capi {
+
+// Runs body; an exception is logged as "what: why" and gives on_error.
+template <typename F, typename R>
+R guarded(const char* what, R on_error, F&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        rrl::log(LogLevel::error, std::string(what) + ": " + e.what());
+    } catch (...) {
+        rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
+    }
+    return on_error;
+}
+
+// snprintf's convention: the whole length, written only when it fits.
+inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
+    if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
+    return value.size();
+}
+
+}  // namespace rrl::capi
