@@ -2,8 +2,9 @@
 
 # The shim's shape (issue 13): line counts of src/ngx/, the calls between
 # its files, and their layers. Fails (exit 1) on a file over 700 lines, on
-# more than 4,500 lines in all, or on a cycle of calls between files; prints
-# what it found either way.
+# more than 4,500 lines in all, on a cycle of calls between files, or on a
+# file that writes a global variable another file defines; prints what it
+# found either way.
 #
 # A file calls another when its code (comments aside) names a function or a
 # global variable that the other defines (at the start of a line, nginx
@@ -22,7 +23,7 @@ my $dir = $ARGV[0] // dirname(abs_path($0)) . '/../src/ngx';
 my $max_file = 700;
 my $max_total = 4500;
 
-my (%lines, %text, %defines);
+my (%lines, %text, %defines, %globals);
 my @files = sort glob("$dir/*.c"), sort glob("$dir/*.h");
 die "no shim files in $dir\n" unless @files;
 
@@ -40,6 +41,8 @@ for my $path (@files) {
     $defines{$1} //= $f while $t =~ /^(ngx_http_redis_ratelimit_\w+)\(/mg;
     $defines{$1} //= $f
         while $t =~ /^(?:static\s+)?[a-z_]\w*\s+\**(ngx_http_redis_ratelimit_\w+)(?:\[\w*\])?\s*(?:=|;)/mg;
+    $globals{$1} = $f
+        while $t =~ /^(?!static)[a-z_]\w*\s+\**(ngx_http_redis_ratelimit_\w+)(?:\[\w*\])?\s*(?:=|;)/mg;
 }
 
 my %calls;    # file => {file => [names]}
@@ -56,6 +59,20 @@ for my $f (grep { /\.c$/ } keys %text) {
         next if $text{$home} =~ /^static\s[^\n]*\n?\Q$name\E\(/m
             && $text{$f} =~ /^static\s[^\n]*\n?\Q$name\E\(/m;
         push @{ $calls{$f}{$home} }, $name;
+    }
+}
+
+# writes to another file's globals: an assignment, ++ or -- to the
+# variable or to anything reached from it, or its address taken into a
+# pointer that is not const (a write by another name)
+my @writes;
+for my $f (sort grep { /\.c$/ } keys %text) {
+    (my $code = $text{$f}) =~ s{/\*.*?\*/}{}gs;
+    for my $g (sort keys %globals) {
+        next if $globals{$g} eq $f;
+        push @writes, "$f writes $g (of $globals{$g})"
+            if $code =~ /(?:\+\+|--)\s*\Q$g\E\b|\b\Q$g\E(?:(?:\.|->)\w+|\[[^\]]*\])*\s*(?:[-+*\/|&^]?=(?!=)|\+\+|--)/
+            || $code =~ /^(?![^\n]*\bconst\b)[^\n]*&\s*\Q$g\E\b/m;
     }
 }
 
@@ -141,6 +158,12 @@ if (@sccs) {
     for my $c (@sccs) {
         print join(' <-> ', @$c), "\n";
     }
+    $failed = 1;
+}
+
+if (@writes) {
+    print "== writes to another file's globals\n";
+    print "$_\n" for @writes;
     $failed = 1;
 }
 
