@@ -194,6 +194,23 @@ typedef struct {
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
+/* conf: the directives' parsers (the grammar is the core's) */
+char *ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+/* binds the limits to their zones, defined before or after them */
+ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
+    ngx_array_t *limits);
+
 /* util: the bottom layer, calling no other file */
 
 /* errors logged at most once a second per worker */
