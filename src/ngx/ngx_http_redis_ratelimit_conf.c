@@ -1,9 +1,9 @@
 
 /*
- * The directives' parsers: the grammar and its checks are the core's
- * (rrl_conf.h), which gets each word and gives back values or a message;
- * here are what needs nginx: resolving addresses, compiling variables,
- * the zones, and logging with FILE:LINE.
+ * The directives' parsers ("redis_ratelimit_server" has a file of its
+ * own): the grammar and its checks are the core's (rrl_conf.h), which
+ * gets each word and gives back values or a message; here is what needs
+ * nginx: compiling variables, the zones, logging with FILE:LINE.
  */
 
 
@@ -12,171 +12,13 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
-#include "rrl_conf.h"
 
 
-static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
-    ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
-    ngx_str_t *value);
-static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
-    size_t len);
 static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
     rrl_conf_t *c, ngx_uint_t first);
-static ngx_int_t ngx_http_redis_ratelimit_word(ngx_conf_t *cf, rrl_conf_t *c,
-    ngx_str_t *word);
 static void ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs);
-
-
-char *
-ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
-
-    ngx_int_t           rc;
-    ngx_str_t          *value;
-    ngx_uint_t          i;
-    rrl_conf_t          c;
-    rrl_server_conf_t  *sc;
-
-    if (rmcf->server.len) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    rmcf->server = value[1];
-
-    rrl_conf_init(&c, RRL_CONF_SERVER, (char *) cmd->name.data);
-    c.parse_time = ngx_http_redis_ratelimit_parse_time;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        rc = ngx_http_redis_ratelimit_word(cf, &c, &value[i]);
-
-        if (rc == NGX_ERROR
-            || (rc == NGX_DECLINED
-                && ngx_http_redis_ratelimit_server_addr(cf, cmd, rmcf,
-                                                        &value[i])
-                   != NGX_CONF_OK))
-        {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (ngx_http_redis_ratelimit_word(cf, &c, NULL) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    sc = &c.u.server;
-
-    rmcf->mode = sc->mode;
-    rmcf->timeout = (ngx_msec_t) sc->timeout_ms;
-    rmcf->connect_timeout = (ngx_msec_t) sc->connect_timeout_ms;
-    rmcf->cooldown = (ngx_msec_t) sc->cooldown_ms;
-    rmcf->max_failures = (ngx_uint_t) sc->max_failures;
-    rmcf->max_parked = (ngx_uint_t) sc->max_parked;
-    rmcf->db = (ngx_int_t) sc->db;
-    ngx_http_redis_ratelimit_str(&rmcf->sentinel_name, &sc->sentinel_name);
-    ngx_http_redis_ratelimit_str(&rmcf->username, &sc->username);
-    ngx_http_redis_ratelimit_str(&rmcf->password, &sc->password);
-    ngx_http_redis_ratelimit_str(&rmcf->sentinel_password,
-                                 &sc->sentinel_password);
-
-    return NGX_CONF_OK;
-}
-
-
-/* resolves names now: hiredis would block the worker on DNS */
-
-static char *
-ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
-    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *value)
-{
-    u_char                           *p;
-    size_t                            len;
-    ngx_url_t                         u;
-    ngx_uint_t                        i;
-    struct sockaddr_un               *saun;
-    ngx_http_redis_ratelimit_addr_t  *addr;
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = *value;
-    u.default_port = 6379;
-
-    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
-        if (u.err) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "%s in \"%V\" of the \"%V\" directive",
-                               u.err, &u.url, &cmd->name);
-        }
-
-        return NGX_CONF_ERROR;
-    }
-
-    if (u.naddrs == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no address for \"%V\" in \"%V\" directive",
-                           &u.url, &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    /* a name of several addresses: each is a seed (the first, alone) */
-
-    for (i = 0; i < u.naddrs; i++) {
-        addr = ngx_array_push(&rmcf->addrs);
-        if (addr == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_memzero(addr, sizeof(ngx_http_redis_ratelimit_addr_t));
-        addr->name = *value;
-
-        if (u.family == AF_UNIX) {
-            saun = (struct sockaddr_un *) u.addrs[i].sockaddr;
-
-            len = ngx_strlen(saun->sun_path);
-
-            p = ngx_pnalloc(cf->pool, len + 1);
-            if (p == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            *ngx_cpymem(p, saun->sun_path, len) = '\0';
-            addr->unix_path = p;
-
-            continue;
-        }
-
-        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        len = ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
-                            NGX_SOCKADDR_STRLEN, 0);
-        p[len] = '\0';
-
-        addr->host = p;
-        addr->port = ngx_inet_get_port(u.addrs[i].sockaddr);
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-static int64_t
-ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
-{
-    ngx_str_t  s;
-
-    s.data = (u_char *) text;
-    s.len = len;
-
-    return ngx_parse_time(&s, 0);
-}
 
 
 char *
@@ -310,7 +152,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     rrl_conf_init(&c, RRL_CONF_LIMIT, (char *) cmd->name.data);
 
     for (i = 1; i < cf->args->nelts; i++) {
-        rc = ngx_http_redis_ratelimit_word(cf, &c, &value[i]);
+        rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
 
         if (rc == NGX_ERROR) {
             return NGX_CONF_ERROR;
@@ -341,7 +183,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
         }
     }
 
-    if (ngx_http_redis_ratelimit_word(cf, &c, NULL) != NGX_OK) {
+    if (ngx_http_redis_ratelimit_conf_word(cf, &c, NULL) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -578,22 +420,17 @@ ngx_http_redis_ratelimit_words(ngx_conf_t *cf, rrl_conf_t *c,
     value = cf->args->elts;
 
     for (i = first; i < cf->args->nelts; i++) {
-        if (ngx_http_redis_ratelimit_word(cf, c, &value[i]) != NGX_OK) {
+        if (ngx_http_redis_ratelimit_conf_word(cf, c, &value[i]) != NGX_OK) {
             return NGX_ERROR;
         }
     }
 
-    return ngx_http_redis_ratelimit_word(cf, c, NULL);
+    return ngx_http_redis_ratelimit_conf_word(cf, c, NULL);
 }
 
 
-/*
- * A word to the core, or the end of the directive (NULL): NGX_DECLINED
- * when the word is the shim's, NGX_ERROR once the core's message is logged.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_word(ngx_conf_t *cf, rrl_conf_t *c, ngx_str_t *word)
+ngx_int_t
+ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c, ngx_str_t *word)
 {
     int  rc;
 

@@ -14,6 +14,7 @@
 #include <ngx_http.h>
 
 #include "rrl.h"
+#include "rrl_conf.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_PASSED            1
@@ -210,6 +211,12 @@ char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd,
 /* binds the limits to their zones, defined before or after them */
 ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
     ngx_array_t *limits);
+/*
+ * A word to the core, or the end of the directive (NULL): NGX_DECLINED
+ * when the word is the shim's, NGX_ERROR once the core's message is logged.
+ */
+ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
+    ngx_str_t *word);
 
 /* util: the bottom layer, calling no other file */
 
