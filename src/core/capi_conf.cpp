@@ -1,5 +1,6 @@
 // The extern "C" face of the directives' grammar: the C structs are
 // copied to the core's and back around each word.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -15,22 +16,20 @@ using rrl::capi::guarded;
 
 namespace {
 
-std::string_view view(const rrl_conf_str_t& s) { return {s.data, s.len}; }
+std::string_view view(const rrl_conf_str_t& s) {
+    return {s.data, s.len};
+}
 
-rrl_conf_str_t str(std::string_view s) { return {s.data(), s.size()}; }
+rrl_conf_str_t str(std::string_view s) {
+    return {s.data(), s.size()};
+}
 
-// the message, cut to size and NUL-terminated
-int error(const std::string& message, char* err, size_t size) noexcept {
-    if (size == 0) return RRL_ERROR;
-    size_t n = message.size() < size - 1 ? message.size() : size - 1;
+// the message, cut to the buffer and NUL-terminated
+int error(const std::string& message, char* err) noexcept {
+    size_t n = std::min(message.size(), size_t{RRL_CONF_ERR_MAX - 1});
     message.copy(err, n);
     err[n] = '\0';
     return RRL_ERROR;
-}
-
-// an exception: the core logged it, the directive fails
-int failed(char* err, size_t size) noexcept {
-    return error("internal error, see the log", err, size);
 }
 
 rrl::ServerConf to_cpp(const rrl_server_conf_t& c) {
@@ -98,13 +97,15 @@ template <typename C, typename F>
 int step(C* conf, char* err, F&& body) {
     auto cpp = to_cpp(*conf);
     rrl::ConfWord r = body(cpp);
-    if (!r.error.empty()) return error(r.error, err, RRL_CONF_ERR_MAX);
+    if (!r.error.empty()) return error(r.error, err);
     to_c(cpp, conf);
     return r.host ? RRL_CONF_HOST : RRL_OK;
 }
 
 // a check's message as a word's
-rrl::ConfWord checked(std::string message) { return {false, message}; }
+rrl::ConfWord checked(std::string message) {
+    return {false, message};
+}
 
 int word(rrl_conf_t* c, std::string_view w) {
     std::string_view d = c->directive;
@@ -113,9 +114,9 @@ int word(rrl_conf_t* c, std::string_view w) {
             rrl_time_parse_pt parse_time = c->parse_time;
             rrl::TimeParser time = [parse_time](std::string_view text) {
                 int64_t ms = parse_time(text.data(), text.size());
-                return ms == -1 ? std::nullopt
-                                : std::optional<uint64_t>(
-                                      static_cast<uint64_t>(ms));
+                return ms == -1
+                           ? std::nullopt
+                           : std::optional<uint64_t>(static_cast<uint64_t>(ms));
             };
             return step(&c->u.server, c->err, [&](auto& s) {
                 return rrl::server_conf_word(s, d, w, time);
@@ -126,9 +127,8 @@ int word(rrl_conf_t* c, std::string_view w) {
                 return checked(rrl::zone_conf_word(z, d, w));
             });
         case RRL_CONF_LIMIT:
-            return step(&c->u.limit, c->err, [&](auto& l) {
-                return rrl::limit_conf_word(l, d, w);
-            });
+            return step(&c->u.limit, c->err,
+                        [&](auto& l) { return rrl::limit_conf_word(l, d, w); });
         default:
             return step(&c->u.fail, c->err, [&](auto& f) {
                 return checked(rrl::fail_conf_word(f, d, w));
@@ -164,15 +164,14 @@ int guarded_step(const char* what, rrl_conf_t* c,
                  std::string_view w) noexcept {
     constexpr int thrown = -2;
     int rc = guarded(what, thrown, [&] { return body(c, w); });
-    return rc == thrown ? failed(c->err, RRL_CONF_ERR_MAX) : rc;
+    return rc == thrown ? error("internal error, see the log", c->err) : rc;
 }
 
 }  // namespace
 
 extern "C" {
 
-void rrl_conf_init(rrl_conf_t* conf, int kind,
-                   const char* directive) noexcept {
+void rrl_conf_init(rrl_conf_t* conf, int kind, const char* directive) noexcept {
     std::memset(conf, 0, sizeof(*conf));
     conf->kind = kind;
     conf->directive = directive;
@@ -196,9 +195,9 @@ int rrl_conf_word(rrl_conf_t* conf, const char* w, size_t len) noexcept {
 }
 
 int rrl_conf_done(rrl_conf_t* conf) noexcept {
-    return guarded_step(
-        "rrl_conf_done", conf,
-        [](rrl_conf_t* c, std::string_view) { return done(c); }, {});
+    return guarded_step("rrl_conf_done", conf,
+                        [](rrl_conf_t* c, std::string_view) { return done(c); },
+                        {});
 }
 
 }  // extern "C"

@@ -32,8 +32,7 @@ ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
     return {};
 }
 
-std::string limit_conf_done(const LimitConf& conf,
-                            std::string_view directive) {
+std::string limit_conf_done(const LimitConf& conf, std::string_view directive) {
     if (conf.zone_name.empty()) {
         return quoted(directive) + " must have \"zone\" parameter";
     }

@@ -28,7 +28,7 @@ struct FailConf {
     bool local = false;          // the mode is "local"
     std::string_view zone_word;  // "local_zone=NAME:SIZE", for the host
     std::string_view share_word;
-    std::uint64_t share = 1;     // N of local_share=1/N
+    std::uint64_t share = 1;  // N of local_share=1/N
 };
 
 std::string fail_conf_word(FailConf& conf, std::string_view directive,

@@ -10,7 +10,7 @@ struct NumberParam {
     std::string_view name;  // with its "="
     bool time;              // a time, or a number
     std::uint64_t ServerConf::*field;
-    const char* what;       // for errors
+    const char* what;  // for errors
 };
 
 const NumberParam number_params[] = {
@@ -130,8 +130,7 @@ std::string server_conf_done(ServerConf& conf, std::string_view directive) {
                quoted(directive) + " directive";
     }
 
-    if (!conf.sentinel_password.empty() &&
-        conf.mode != ServerMode::sentinel) {
+    if (!conf.sentinel_password.empty() && conf.mode != ServerMode::sentinel) {
         return "\"sentinel_password=\" needs \"sentinel=NAME\" in " +
                quoted(directive) + " directive";
     }

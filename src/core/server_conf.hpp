@@ -21,21 +21,22 @@ struct ServerConf {
     ServerMode mode = ServerMode::single;
     std::uint64_t timeout_ms = 100;
     std::uint64_t connect_timeout_ms = 100;
-    std::uint64_t cooldown_ms = 500;   // circuit breaker: time without Redis
-    std::uint64_t max_failures = 5;    // in a row, to open the circuit
-    std::uint64_t max_parked = 1000;   // requests waiting, a worker
-    std::optional<std::int64_t> db;    // 0 once done(), when not given
+    std::uint64_t cooldown_ms = 500;  // circuit breaker: time without Redis
+    std::uint64_t max_failures = 5;   // in a row, to open the circuit
+    std::uint64_t max_parked = 1000;  // requests waiting, a worker
+    std::optional<std::int64_t> db;   // 0 once done(), when not given
     std::string_view sentinel_name;
     std::string_view username;
     std::string_view password;
     std::string_view sentinel_password;
     std::size_t addresses = 0;
-    bool parameters = false;           // the addresses are over
+    bool parameters = false;  // the addresses are over
 };
 
 // A time value in ms, as the host reads it (nginx: ngx_parse_time()), or
 // nullopt when it is not one.
-using TimeParser = std::function<std::optional<std::uint64_t>(std::string_view)>;
+using TimeParser =
+    std::function<std::optional<std::uint64_t>(std::string_view)>;
 
 // Reads the next word of the directive (not its name); an address is the
 // host's (ConfWord::host). Errors name the directive and the word.

@@ -18,8 +18,9 @@ struct ZoneConf {
     int algorithm = RRL_DEFAULT_ALGORITHM;
     std::uint64_t limit = 0;  // N of rate=Nr/PERIOD; 0: no rate yet
     std::uint64_t period_ms = 0;
-    std::uint64_t burst = RRL_BURST_UNSET;  // as the algorithm uses it, once done
-    std::uint64_t capacity = 0;             // the largest cost, on idle
+    std::uint64_t burst =
+        RRL_BURST_UNSET;         // as the algorithm uses it, once done
+    std::uint64_t capacity = 0;  // the largest cost, on idle
 };
 
 // Reads one word; "" when it is good, else the message, naming directive.

@@ -20,7 +20,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
 
 
-
 static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
