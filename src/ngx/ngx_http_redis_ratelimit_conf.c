@@ -430,7 +430,8 @@ ngx_http_redis_ratelimit_words(ngx_conf_t *cf, rrl_conf_t *c,
 
 
 ngx_int_t
-ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c, ngx_str_t *word)
+ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
+    ngx_str_t *word)
 {
     int  rc;
 
