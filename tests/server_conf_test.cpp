@@ -235,7 +235,7 @@ TEST(ServerConfCApi, LongMessagesAreCut) {
     std::string word = "foo=" + std::string(2000, 'x');
     EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
     EXPECT_EQ(rrl_conf_word(&conf.c, word.data(), word.size()), RRL_ERROR);
-    EXPECT_EQ(std::strlen(conf.c.err), RRL_CONF_ERR_MAX - 1u);
+    EXPECT_EQ(std::strlen(conf.c.err), size_t{RRL_CONF_ERR_MAX});
     EXPECT_EQ(std::string(conf.c.err, 19), "invalid parameter \"");
 }
 

@@ -26,7 +26,7 @@ rrl_conf_str_t str(std::string_view s) {
 
 // the message, cut to the buffer and NUL-terminated
 int error(const std::string& message, char* err) noexcept {
-    size_t n = std::min(message.size(), size_t{RRL_CONF_ERR_MAX - 1});
+    size_t n = std::min(message.size(), size_t{RRL_CONF_ERR_MAX});
     message.copy(err, n);
     err[n] = '\0';
     return RRL_ERROR;

@@ -91,6 +91,7 @@ typedef struct {
 #define RRL_CONF_LIMIT   2
 #define RRL_CONF_FAIL    3
 
+/* the longest message: nginx logs at most NGX_MAX_CONF_ERRSTR bytes */
 #define RRL_CONF_ERR_MAX  1024
 
 typedef struct {
@@ -103,7 +104,7 @@ typedef struct {
         rrl_limit_conf_t   limit;
         rrl_fail_conf_t    fail;
     } u;
-    char                 err[RRL_CONF_ERR_MAX];  /* NUL-terminated */
+    char                 err[RRL_CONF_ERR_MAX + 1];  /* NUL-terminated */
 } rrl_conf_t;
 
 /* the defaults; the caller then sets parse_time or u.fail.local */
