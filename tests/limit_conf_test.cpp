@@ -1,5 +1,7 @@
 // rrl::limit_conf_* and rrl::fail_conf_* and their C API: the words of
 // "redis_ratelimit" and the parameters of "redis_ratelimit_fail".
+#include "limit_conf.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "conf_word.hpp"
-#include "limit_conf.hpp"
 #include "rrl_conf.h"
 
 namespace {
@@ -16,8 +17,8 @@ namespace {
 constexpr const char* kLimit = "redis_ratelimit";
 constexpr const char* kFail = "redis_ratelimit_fail";
 
-std::string parse(const std::vector<std::string_view>& words, rrl::LimitConf& conf,
-                  int* variables = nullptr) {
+std::string parse(const std::vector<std::string_view>& words,
+                  rrl::LimitConf& conf, int* variables = nullptr) {
     int host = 0;
     for (std::string_view w : words) {
         rrl::ConfWord r = rrl::limit_conf_word(conf, kLimit, w);
@@ -60,8 +61,10 @@ TEST(LimitConf, Errors) {
     const std::string range =
         " in \"redis_ratelimit\" directive, it must be a number from 1 to "
         "1000000000 or a variable";
-    EXPECT_EQ(limit_error({"zone=z", "cost=0"}), "invalid cost \"cost=0\"" + range);
-    EXPECT_EQ(limit_error({"zone=z", "cost="}), "invalid cost \"cost=\"" + range);
+    EXPECT_EQ(limit_error({"zone=z", "cost=0"}),
+              "invalid cost \"cost=0\"" + range);
+    EXPECT_EQ(limit_error({"zone=z", "cost="}),
+              "invalid cost \"cost=\"" + range);
     EXPECT_EQ(limit_error({"cost=1000000001"}),
               "invalid cost \"cost=1000000001\"" + range);
     EXPECT_EQ(limit_error({"zone=z", "foo=1"}),
@@ -118,10 +121,13 @@ TEST(FailConf, Errors) {
     const std::string n =
         " in \"redis_ratelimit_fail\" directive, local_share must be 1/N with "
         "N a positive number";
-    EXPECT_EQ(fail_error(true, {"local_share=1/0"}), "invalid value \"1/0\"" + n);
-    EXPECT_EQ(fail_error(true, {"local_share=2/3"}), "invalid value \"2/3\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=1/0"}),
+              "invalid value \"1/0\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=2/3"}),
+              "invalid value \"2/3\"" + n);
     EXPECT_EQ(fail_error(true, {"local_share=1/"}), "invalid value \"1/\"" + n);
-    EXPECT_EQ(fail_error(true, {"local_share=1/x"}), "invalid value \"1/x\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=1/x"}),
+              "invalid value \"1/x\"" + n);
     EXPECT_EQ(fail_error(true, {"local_share="}), "invalid value \"\"" + n);
 }
 

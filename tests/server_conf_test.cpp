@@ -1,6 +1,8 @@
 // rrl::server_conf_word / _done and their C API: the grammar and the
 // cross-checks of "redis_ratelimit_server", messages as nginx -t prints
 // them (t/config.t checks them with FILE:LINE).
+#include "server_conf.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,7 +15,6 @@
 
 #include "rate.hpp"
 #include "rrl_conf.h"
-#include "server_conf.hpp"
 
 namespace {
 
@@ -89,8 +90,8 @@ TEST(ServerConf, Cluster) {
 
 TEST(ServerConf, AddressesEndAtAnEqualsSignOrCluster) {
     rrl::ServerConf conf;
-    EXPECT_TRUE(rrl::server_conf_word(conf, kDirective, "unix:/a", time_ms)
-                    .host);
+    EXPECT_TRUE(
+        rrl::server_conf_word(conf, kDirective, "unix:/a", time_ms).host);
     EXPECT_FALSE(
         rrl::server_conf_word(conf, kDirective, "cluster", time_ms).host);
     EXPECT_EQ(

@@ -1,5 +1,7 @@
 // rrl::zone_conf_word / _done and their C API: "redis_ratelimit_zone"'s
 // parameters and the bounds of a zone, messages as nginx -t prints them.
+#include "zone_conf.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,13 +11,13 @@
 
 #include "rrl.h"
 #include "rrl_conf.h"
-#include "zone_conf.hpp"
 
 namespace {
 
 constexpr const char* kDirective = "redis_ratelimit_zone";
 
-std::string parse(const std::vector<std::string_view>& words, rrl::ZoneConf& conf) {
+std::string parse(const std::vector<std::string_view>& words,
+                  rrl::ZoneConf& conf) {
     for (std::string_view w : words) {
         std::string error = rrl::zone_conf_word(conf, kDirective, w);
         if (!error.empty()) return error;
@@ -55,10 +57,10 @@ TEST(ZoneConf, AlgorithmsAndBursts) {
     EXPECT_EQ(gcra.capacity, 4u);
 
     rrl::ZoneConf log;
-    EXPECT_EQ(parse({"zone=l", "rate=9990r/h", "burst=10",
-                     "algorithm=sliding_log"},
-                    log),
-              "");
+    EXPECT_EQ(
+        parse({"zone=l", "rate=9990r/h", "burst=10", "algorithm=sliding_log"},
+              log),
+        "");
     EXPECT_EQ(log.capacity, 10000u);
 }
 
@@ -66,9 +68,10 @@ TEST(ZoneConf, WordErrors) {
     EXPECT_EQ(error_of({"zone=z", "rate=5r/x"}),
               "invalid rate \"rate=5r/x\" in \"redis_ratelimit_zone\" "
               "directive");
-    EXPECT_EQ(error_of({"zone=z", "rate=5r/s", "algorithm=GCRA"}),
-              "invalid algorithm \"algorithm=GCRA\" in \"redis_ratelimit_zone\" "
-              "directive");
+    EXPECT_EQ(
+        error_of({"zone=z", "rate=5r/s", "algorithm=GCRA"}),
+        "invalid algorithm \"algorithm=GCRA\" in \"redis_ratelimit_zone\" "
+        "directive");
     EXPECT_EQ(error_of({"zone=a{b"}),
               "invalid zone name \"a{b\" in \"redis_ratelimit_zone\" "
               "directive");
@@ -90,11 +93,11 @@ TEST(ZoneConf, Bounds) {
               "\"redis_ratelimit_zone\" must have \"zone\" parameter");
     EXPECT_EQ(error_of({"zone=z"}),
               "\"redis_ratelimit_zone\" must have \"rate\" parameter");
-    EXPECT_EQ(error_of({"zone=z", "burst=0", "rate=5r/s",
-                        "algorithm=token_bucket"}),
-              "\"burst=0\" leaves no room for any request with "
-              "\"algorithm=token_bucket\" in \"redis_ratelimit_zone\" "
-              "directive");
+    EXPECT_EQ(
+        error_of({"zone=z", "burst=0", "rate=5r/s", "algorithm=token_bucket"}),
+        "\"burst=0\" leaves no room for any request with "
+        "\"algorithm=token_bucket\" in \"redis_ratelimit_zone\" "
+        "directive");
     EXPECT_EQ(error_of({"zone=z", "rate=10000r/m", "burst=1",
                         "algorithm=sliding_log"}),
               "\"rate=10000r/m\" with \"burst=1\" allows 10001 requests a "
