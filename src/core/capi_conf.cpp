@@ -14,6 +14,12 @@
 
 using rrl::capi::guarded;
 
+static_assert(static_cast<int>(rrl::ServerMode::single) == RRL_SERVER_SINGLE &&
+              static_cast<int>(rrl::ServerMode::cluster) ==
+                  RRL_SERVER_CLUSTER &&
+              static_cast<int>(rrl::ServerMode::sentinel) ==
+                  RRL_SERVER_SENTINEL);
+
 namespace {
 
 std::string_view view(const rrl_conf_str_t& s) {
