@@ -14,6 +14,7 @@
 #include <ngx_http.h>
 
 #include "rrl.h"
+#include "rrl_conf.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_PASSED            1
@@ -27,9 +28,9 @@
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        2
 
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       0
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      1
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     2
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       RRL_SERVER_SINGLE
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      RRL_SERVER_CLUSTER
+#define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     RRL_SERVER_SENTINEL
 
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
 /* bits: "both" is legacy and draft */
@@ -193,6 +194,29 @@ typedef struct {
 
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
+
+/* conf: the directives' parsers (the grammar is the core's) */
+char *ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+/* binds the limits to their zones, defined before or after them */
+ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
+    ngx_array_t *limits);
+/*
+ * A word to the core, or the end of the directive (NULL): NGX_DECLINED
+ * when the word is the shim's, NGX_ERROR once the core's message is logged.
+ */
+ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
+    ngx_str_t *word);
 
 /* util: the bottom layer, calling no other file */
 

@@ -1,0 +1,209 @@
+// The extern "C" face of the directives' grammar: the C structs are
+// copied to the core's and back around each word.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "capi.hpp"
+#include "limit_conf.hpp"
+#include "rrl_conf.h"
+#include "server_conf.hpp"
+#include "zone_conf.hpp"
+
+using rrl::capi::guarded;
+
+static_assert(static_cast<int>(rrl::ServerMode::single) == RRL_SERVER_SINGLE &&
+              static_cast<int>(rrl::ServerMode::cluster) ==
+                  RRL_SERVER_CLUSTER &&
+              static_cast<int>(rrl::ServerMode::sentinel) ==
+                  RRL_SERVER_SENTINEL);
+
+namespace {
+
+std::string_view view(const rrl_conf_str_t& s) {
+    return {s.data, s.len};
+}
+
+rrl_conf_str_t str(std::string_view s) {
+    return {s.data(), s.size()};
+}
+
+// the message, cut to the buffer and NUL-terminated
+int error(const std::string& message, char* err) noexcept {
+    size_t n = std::min(message.size(), size_t{RRL_CONF_ERR_MAX});
+    message.copy(err, n);
+    err[n] = '\0';
+    return RRL_ERROR;
+}
+
+rrl::ServerConf to_cpp(const rrl_server_conf_t& c) {
+    rrl::ServerConf s;
+    s.mode = static_cast<rrl::ServerMode>(c.mode);
+    s.timeout_ms = c.timeout_ms;
+    s.connect_timeout_ms = c.connect_timeout_ms;
+    s.cooldown_ms = c.cooldown_ms;
+    s.max_failures = c.max_failures;
+    s.max_parked = c.max_parked;
+    if (c.db >= 0) s.db = c.db;
+    s.sentinel_name = view(c.sentinel_name);
+    s.username = view(c.username);
+    s.password = view(c.password);
+    s.sentinel_password = view(c.sentinel_password);
+    s.addresses = c.addresses;
+    s.parameters = c.parameters != 0;
+    return s;
+}
+
+void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
+    c->mode = static_cast<int>(s.mode);
+    c->timeout_ms = s.timeout_ms;
+    c->connect_timeout_ms = s.connect_timeout_ms;
+    c->cooldown_ms = s.cooldown_ms;
+    c->max_failures = s.max_failures;
+    c->max_parked = s.max_parked;
+    c->db = s.db ? *s.db : -1;
+    c->sentinel_name = str(s.sentinel_name);
+    c->username = str(s.username);
+    c->password = str(s.password);
+    c->sentinel_password = str(s.sentinel_password);
+    c->addresses = s.addresses;
+    c->parameters = s.parameters ? 1 : 0;
+}
+
+rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
+    return {view(c.name), view(c.rate), c.algorithm, c.limit,
+            c.period_ms,  c.burst,      c.capacity};
+}
+
+void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
+    *c = {str(z.name), str(z.rate), z.algorithm, z.limit,
+          z.period_ms, z.burst,     z.capacity};
+}
+
+rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {
+    return {view(c.zone_name), c.cost, view(c.cost_arg), view(c.variable)};
+}
+
+void to_c(const rrl::LimitConf& l, rrl_limit_conf_t* c) {
+    *c = {str(l.zone_name), l.cost, str(l.cost_arg), str(l.variable)};
+}
+
+rrl::FailConf to_cpp(const rrl_fail_conf_t& c) {
+    return {c.local != 0, view(c.zone_word), view(c.share_word), c.share};
+}
+
+void to_c(const rrl::FailConf& f, rrl_fail_conf_t* c) {
+    *c = {f.local ? 1 : 0, str(f.zone_word), str(f.share_word), f.share};
+}
+
+// Runs body on the core's copy of *conf, copied back when the word is good.
+template <typename C, typename F>
+int step(C* conf, char* err, F&& body) {
+    auto cpp = to_cpp(*conf);
+    rrl::ConfWord r = body(cpp);
+    if (!r.error.empty()) return error(r.error, err);
+    to_c(cpp, conf);
+    return r.host ? RRL_CONF_HOST : RRL_OK;
+}
+
+// a check's message as a word's
+rrl::ConfWord checked(std::string message) {
+    return {false, message};
+}
+
+int word(rrl_conf_t* c, std::string_view w) {
+    std::string_view d = c->directive;
+    switch (c->kind) {
+        case RRL_CONF_SERVER: {
+            rrl_time_parse_pt parse_time = c->parse_time;
+            rrl::TimeParser time = [parse_time](std::string_view text) {
+                int64_t ms = parse_time(text.data(), text.size());
+                return ms == -1
+                           ? std::nullopt
+                           : std::optional<uint64_t>(static_cast<uint64_t>(ms));
+            };
+            return step(&c->u.server, c->err, [&](auto& s) {
+                return rrl::server_conf_word(s, d, w, time);
+            });
+        }
+        case RRL_CONF_ZONE:
+            return step(&c->u.zone, c->err, [&](auto& z) {
+                return checked(rrl::zone_conf_word(z, d, w));
+            });
+        case RRL_CONF_LIMIT:
+            return step(&c->u.limit, c->err,
+                        [&](auto& l) { return rrl::limit_conf_word(l, d, w); });
+        default:
+            return step(&c->u.fail, c->err, [&](auto& f) {
+                return checked(rrl::fail_conf_word(f, d, w));
+            });
+    }
+}
+
+int done(rrl_conf_t* c) {
+    std::string_view d = c->directive;
+    switch (c->kind) {
+        case RRL_CONF_SERVER:
+            return step(&c->u.server, c->err, [&](auto& s) {
+                return checked(rrl::server_conf_done(s, d));
+            });
+        case RRL_CONF_ZONE:
+            return step(&c->u.zone, c->err, [&](auto& z) {
+                return checked(rrl::zone_conf_done(z, d));
+            });
+        case RRL_CONF_LIMIT:
+            return step(&c->u.limit, c->err, [&](auto& l) {
+                return checked(rrl::limit_conf_done(l, d));
+            });
+        default:
+            return step(&c->u.fail, c->err, [&](auto& f) {
+                return checked(rrl::fail_conf_done(f, d));
+            });
+    }
+}
+
+// an exception: logged by guarded(), the directive fails
+int guarded_step(const char* what, rrl_conf_t* c,
+                 int (*body)(rrl_conf_t*, std::string_view),
+                 std::string_view w) noexcept {
+    constexpr int thrown = -2;
+    int rc = guarded(what, thrown, [&] { return body(c, w); });
+    return rc == thrown ? error("internal error, see the log", c->err) : rc;
+}
+
+}  // namespace
+
+extern "C" {
+
+void rrl_conf_init(rrl_conf_t* conf, int kind, const char* directive) noexcept {
+    std::memset(conf, 0, sizeof(*conf));
+    conf->kind = kind;
+    conf->directive = directive;
+    switch (kind) {
+        case RRL_CONF_SERVER:
+            to_c(rrl::ServerConf{}, &conf->u.server);
+            break;
+        case RRL_CONF_ZONE:
+            to_c(rrl::ZoneConf{}, &conf->u.zone);
+            break;
+        case RRL_CONF_LIMIT:
+            to_c(rrl::LimitConf{}, &conf->u.limit);
+            break;
+        default:
+            to_c(rrl::FailConf{}, &conf->u.fail);
+    }
+}
+
+int rrl_conf_word(rrl_conf_t* conf, const char* w, size_t len) noexcept {
+    return guarded_step("rrl_conf_word", conf, word, {w, len});
+}
+
+int rrl_conf_done(rrl_conf_t* conf) noexcept {
+    return guarded_step("rrl_conf_done", conf,
+                        [](rrl_conf_t* c, std::string_view) { return done(c); },
+                        {});
+}
+
+}  // extern "C"

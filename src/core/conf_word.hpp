@@ -1,0 +1,32 @@
+// What the directive parsers share: a directive's words are "name=value"
+// tokens and numbers read as nginx's ngx_atoi() reads them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rrl {
+
+// What one word of a directive gave.
+struct ConfWord {
+    bool host = false;  // the host's to finish: an address, a variable
+    std::string error;  // empty: the word is good
+};
+
+// Decimal digits only, at least one, at most INT64_MAX (as ngx_atoi()).
+std::optional<std::int64_t> parse_conf_number(std::string_view text);
+
+// The value of "name=value" when word starts with prefix ("name=").
+std::optional<std::string_view> conf_value(std::string_view word,
+                                           std::string_view prefix);
+
+// "\"" + text + "\"": every message quotes the words it names.
+std::string quoted(std::string_view text);
+
+// "invalid parameter \"WORD\" in \"DIRECTIVE\" directive"
+std::string invalid_parameter(std::string_view word,
+                              std::string_view directive);
+
+}  // namespace rrl

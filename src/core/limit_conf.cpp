@@ -1,0 +1,89 @@
+#include "limit_conf.hpp"
+
+#include "cost.hpp"
+
+namespace rrl {
+
+ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
+                         std::string_view word) {
+    if (auto name = conf_value(word, "zone=")) {
+        conf.zone_name = *name;
+        return {};
+    }
+
+    auto value = conf_value(word, "cost=");
+    if (!value) return {false, invalid_parameter(word, directive)};
+
+    if (!value->empty() && (*value)[0] == '$') {
+        conf.variable = *value;
+        return {true, ""};
+    }
+
+    std::optional<std::int64_t> cost = parse_conf_number(*value);
+    if (!cost || *cost == 0 || static_cast<std::uint64_t>(*cost) > max_cost) {
+        return {false, "invalid cost " + quoted(word) + " in " +
+                           quoted(directive) +
+                           " directive, it must be a number from 1 to " +
+                           std::to_string(max_cost) + " or a variable"};
+    }
+
+    conf.cost = static_cast<std::uint64_t>(*cost);
+    conf.cost_arg = *value;
+    return {};
+}
+
+std::string limit_conf_done(const LimitConf& conf, std::string_view directive) {
+    if (conf.zone_name.empty()) {
+        return quoted(directive) + " must have \"zone\" parameter";
+    }
+    return "";
+}
+
+std::string fail_conf_word(FailConf& conf, std::string_view directive,
+                           std::string_view word) {
+    std::string_view* param;
+
+    if (conf_value(word, "local_zone=")) {
+        param = &conf.zone_word;
+    } else if (conf_value(word, "local_share=")) {
+        param = &conf.share_word;
+    } else {
+        return invalid_parameter(word, directive);
+    }
+
+    if (!conf.local) {
+        return invalid_parameter(word, directive) +
+               ", it is only valid with \"local\"";
+    }
+
+    if (!param->empty()) {
+        return "duplicate parameter " + quoted(word) + " in " +
+               quoted(directive) + " directive";
+    }
+
+    *param = word;
+    return "";
+}
+
+std::string fail_conf_done(FailConf& conf, std::string_view directive) {
+    conf.share = 1;
+
+    if (conf.share_word.empty()) return "";
+
+    std::string_view value = *conf_value(conf.share_word, "local_share=");
+    std::optional<std::int64_t> share;
+
+    if (value.size() > 2 && value.substr(0, 2) == "1/") {
+        share = parse_conf_number(value.substr(2));
+    }
+
+    if (!share || *share == 0) {
+        return "invalid value " + quoted(value) + " in " + quoted(directive) +
+               " directive, local_share must be 1/N with N a positive number";
+    }
+
+    conf.share = static_cast<std::uint64_t>(*share);
+    return "";
+}
+
+}  // namespace rrl

@@ -1,0 +1,38 @@
+// The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR]" and of the
+// parameters of "redis_ratelimit_fail MODE [local_zone=NAME:SIZE]
+// [local_share=1/N]" (the words after MODE).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "conf_word.hpp"
+
+namespace rrl {
+
+struct LimitConf {
+    std::string_view zone_name;
+    std::uint64_t cost = 1;
+    std::string_view cost_arg = "1";  // the constant cost, as written
+    std::string_view variable;        // of the last "cost=$VAR"
+};
+
+// A "cost=$VAR" word is the host's to compile (ConfWord::host), from
+// conf.variable.
+ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
+                         std::string_view word);
+std::string limit_conf_done(const LimitConf& conf, std::string_view directive);
+
+struct FailConf {
+    bool local = false;          // the mode is "local"
+    std::string_view zone_word;  // "local_zone=NAME:SIZE", for the host
+    std::string_view share_word;
+    std::uint64_t share = 1;  // N of local_share=1/N
+};
+
+std::string fail_conf_word(FailConf& conf, std::string_view directive,
+                           std::string_view word);
+std::string fail_conf_done(FailConf& conf, std::string_view directive);
+
+}  // namespace rrl

@@ -1,0 +1,123 @@
+/*
+ * The C API of the directives' grammar (server_conf, zone_conf and
+ * limit_conf): the shim hands over a directive's words one at a time and
+ * gets values, or a message that names the directive and the bad word, to
+ * log with the file and line. Every string given back points into a word.
+ */
+
+#ifndef RRL_CONF_H
+#define RRL_CONF_H
+
+#include "rrl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* a word is the shim's to finish: an address, a variable */
+#define RRL_CONF_HOST  1
+
+typedef struct {
+    const char  *data;
+    size_t       len;
+} rrl_conf_str_t;
+
+
+/* "redis_ratelimit_server": the addresses, then the parameters */
+
+#define RRL_SERVER_SINGLE    0
+#define RRL_SERVER_CLUSTER   1
+#define RRL_SERVER_SENTINEL  2
+
+/* a time in ms as nginx reads it (ngx_parse_time()), -1: not a time */
+typedef int64_t (*rrl_time_parse_pt)(const char *text, size_t len);
+
+typedef struct {
+    int             mode;
+    uint64_t        timeout_ms;
+    uint64_t        connect_timeout_ms;
+    uint64_t        cooldown_ms;
+    uint64_t        max_failures;
+    uint64_t        max_parked;
+    int64_t         db;            /* -1: not given, 0 once done */
+    rrl_conf_str_t  sentinel_name;
+    rrl_conf_str_t  username;
+    rrl_conf_str_t  password;
+    rrl_conf_str_t  sentinel_password;
+    size_t          addresses;
+    int             parameters;    /* the addresses are over */
+} rrl_server_conf_t;
+/* RRL_CONF_HOST: an address word, to resolve */
+
+
+/* "redis_ratelimit_zone": the words after the key */
+
+typedef struct {
+    rrl_conf_str_t  name;
+    rrl_conf_str_t  rate;          /* as written */
+    int             algorithm;
+    uint64_t        limit;         /* N of rate=Nr/PERIOD */
+    uint64_t        period_ms;
+    uint64_t        burst;         /* as the algorithm uses it, once done */
+    uint64_t        capacity;      /* the largest cost, on idle */
+} rrl_zone_conf_t;
+
+
+/* "redis_ratelimit zone=NAME [cost=N|$VAR]" */
+
+typedef struct {
+    rrl_conf_str_t  zone_name;
+    uint64_t        cost;          /* 1 unless cost=N */
+    rrl_conf_str_t  cost_arg;      /* N as written, "1" by default */
+    rrl_conf_str_t  variable;      /* "$VAR" of the last cost=$VAR */
+} rrl_limit_conf_t;
+/* RRL_CONF_HOST: a cost=$VAR word, to compile from variable */
+
+
+/* "redis_ratelimit_fail MODE [local_zone=NAME:SIZE] [local_share=1/N]" */
+
+typedef struct {
+    int             local;         /* MODE is "local": set by the caller */
+    rrl_conf_str_t  zone_word;     /* the whole local_zone= word, or empty */
+    rrl_conf_str_t  share_word;
+    uint64_t        share;         /* N, once done */
+} rrl_fail_conf_t;
+
+
+/* one directive being parsed */
+
+#define RRL_CONF_SERVER  0
+#define RRL_CONF_ZONE    1
+#define RRL_CONF_LIMIT   2
+#define RRL_CONF_FAIL    3
+
+/* the longest message: nginx logs at most NGX_MAX_CONF_ERRSTR bytes */
+#define RRL_CONF_ERR_MAX  1024
+
+typedef struct {
+    int                  kind;         /* RRL_CONF_* */
+    const char          *directive;    /* NUL-terminated */
+    rrl_time_parse_pt    parse_time;   /* RRL_CONF_SERVER */
+    union {
+        rrl_server_conf_t  server;
+        rrl_zone_conf_t    zone;
+        rrl_limit_conf_t   limit;
+        rrl_fail_conf_t    fail;
+    } u;
+    char                 err[RRL_CONF_ERR_MAX + 1];  /* NUL-terminated */
+} rrl_conf_t;
+
+/* the defaults; the caller then sets parse_time or u.fail.local */
+void rrl_conf_init(rrl_conf_t *conf, int kind, const char *directive)
+    RRL_NOEXCEPT;
+/* RRL_OK, RRL_CONF_HOST (see above) or RRL_ERROR with err */
+int rrl_conf_word(rrl_conf_t *conf, const char *word, size_t len)
+    RRL_NOEXCEPT;
+/* after the last word: RRL_OK or RRL_ERROR with err */
+int rrl_conf_done(rrl_conf_t *conf) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_CONF_H */

@@ -1,0 +1,104 @@
+#include "zone_conf.hpp"
+
+#include "algorithm.hpp"
+#include "conf_word.hpp"
+#include "cost.hpp"
+#include "key.hpp"
+#include "rate.hpp"
+
+namespace rrl {
+
+namespace {
+
+std::string in_directive(std::string_view directive) {
+    return " in " + quoted(directive) + " directive";
+}
+
+}  // namespace
+
+std::string zone_conf_word(ZoneConf& conf, std::string_view directive,
+                           std::string_view word) {
+    if (auto name = conf_value(word, "zone=")) {
+        conf.name = *name;
+        if (!zone_name_valid(*name)) {
+            return "invalid zone name " + quoted(*name) +
+                   in_directive(directive);
+        }
+        return "";
+    }
+
+    if (auto text = conf_value(word, "rate=")) {
+        conf.rate = *text;
+        std::optional<Rate> rate = parse_rate(*text);
+        if (!rate) {
+            return "invalid rate " + quoted(word) + in_directive(directive);
+        }
+        conf.limit = rate->count;
+        conf.period_ms = rate->period_ms;
+        return "";
+    }
+
+    if (auto name = conf_value(word, "algorithm=")) {
+        const Algorithm* a = find_algorithm(*name);
+        if (a == nullptr) {
+            return "invalid algorithm " + quoted(word) +
+                   in_directive(directive);
+        }
+        conf.algorithm = a->id;
+        return "";
+    }
+
+    if (auto value = conf_value(word, "burst=")) {
+        std::optional<std::int64_t> burst = parse_conf_number(*value);
+        if (!burst || static_cast<std::uint64_t>(*burst) > max_cost) {
+            return "invalid burst value " + quoted(word) +
+                   in_directive(directive);
+        }
+        conf.burst = static_cast<std::uint64_t>(*burst);
+        return "";
+    }
+
+    return invalid_parameter(word, directive);
+}
+
+std::string zone_conf_done(ZoneConf& conf, std::string_view directive) {
+    if (conf.name.empty()) {
+        return quoted(directive) + " must have \"zone\" parameter";
+    }
+
+    if (conf.limit == 0) {
+        return quoted(directive) + " must have \"rate\" parameter";
+    }
+
+    const Algorithm& a = *algorithm(conf.algorithm);
+    std::string with = " with \"algorithm=" + std::string(a.name) + "\"";
+
+    conf.burst = effective_burst(a, conf.limit, conf.burst);
+    conf.capacity = capacity(a, conf.limit, conf.burst);
+
+    if (conf.capacity == 0) {
+        return "\"burst=0\" leaves no room for any request" + with +
+               in_directive(directive);
+    }
+
+    std::string rate_burst = "\"rate=" + std::string(conf.rate) +
+                             "\" with \"burst=" + std::to_string(conf.burst) +
+                             "\"";
+
+    if (state_lifetime_ms(a, conf.limit, conf.period_ms, conf.burst) >
+        RRL_MAX_STATE_MS) {
+        return rate_burst + " keeps state for more than 100 years" +
+               in_directive(directive);
+    }
+
+    if (conf.capacity > max_capacity(a)) {
+        return rate_burst + " allows " + std::to_string(conf.capacity) +
+               " requests a period, \"algorithm=" + std::string(a.name) +
+               "\" at most " + std::to_string(max_capacity(a)) +
+               in_directive(directive);
+    }
+
+    return "";
+}
+
+}  // namespace rrl

@@ -1,0 +1,451 @@
+
+/*
+ * The directives' parsers ("redis_ratelimit_server" has a file of its
+ * own): the grammar and its checks are the core's (rrl_conf.h), which
+ * gets each word and gives back values or a message; here is what needs
+ * nginx: compiling variables, the zones, logging with FILE:LINE.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+
+
+static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
+static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
+    rrl_conf_t *c, ngx_uint_t first);
+static void ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs);
+
+
+char *
+ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    u_char                            *p;
+    ngx_str_t                         *value, *args[4];
+    ngx_uint_t                         i;
+    rrl_conf_t                         c;
+    uint64_t                           numbers[4];
+    rrl_zone_conf_t                   *zc;
+    ngx_http_redis_ratelimit_zone_t   *zone, *first;
+    ngx_http_compile_complex_value_t   ccv;
+
+    value = cf->args->elts;
+
+    zone = ngx_array_push(&rmcf->zones);
+    if (zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(zone, sizeof(ngx_http_redis_ratelimit_zone_t));
+
+    zone->file = cf->conf_file->file.name.data;
+    zone->line = cf->conf_file->line;
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &value[1];
+    ccv.complex_value = &zone->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    rrl_conf_init(&c, RRL_CONF_ZONE, (char *) cmd->name.data);
+
+    if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    zc = &c.u.zone;
+
+    ngx_http_redis_ratelimit_str(&zone->name, &zc->name);
+    ngx_http_redis_ratelimit_str(&zone->rate, &zc->rate);
+    zone->algorithm = zc->algorithm;
+    zone->limit = (ngx_uint_t) zc->limit;
+    zone->period = zc->period_ms;
+    zone->burst = (ngx_uint_t) zc->burst;
+    zone->capacity = (ngx_uint_t) zc->capacity;
+
+    /* the zone being defined is the last one: find an earlier namesake */
+    rmcf->zones.nelts--;
+    first = ngx_http_redis_ratelimit_find_zone(rmcf, &zone->name);
+    rmcf->zones.nelts++;
+
+    if (first) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is duplicate in \"%V\" "
+                           "directive, first defined in %s:%ui",
+                           &zone->name, &cmd->name, first->file, first->line);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the script's arguments and the header value, formatted once */
+
+    p = ngx_pnalloc(cf->pool, 4 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    zone->algorithm_arg.data = (u_char *) rrl_algorithm_name(zone->algorithm);
+    zone->algorithm_arg.len = ngx_strlen(zone->algorithm_arg.data);
+
+    args[0] = &zone->limit_arg;
+    numbers[0] = zc->limit;
+    args[1] = &zone->period_arg;
+    numbers[1] = zc->period_ms;
+    args[2] = &zone->burst_arg;
+    numbers[2] = zc->burst;
+    args[3] = &zone->capacity_value;
+    numbers[3] = zc->capacity;
+
+    for (i = 0; i < 4; i++) {
+        args[i]->data = p;
+        p = ngx_sprintf(p, "%uL", numbers[i]);
+        args[i]->len = p - args[i]->data;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
+
+    ngx_int_t                          rc;
+    ngx_str_t                         *value, s;
+    ngx_uint_t                         i;
+    rrl_conf_t                         c;
+    ngx_http_redis_ratelimit_limit_t  *limit, *limits;
+    ngx_http_compile_complex_value_t   ccv;
+
+    value = cf->args->elts;
+
+    if (rlcf->limits.elts == NULL) {
+        if (ngx_array_init(&rlcf->limits, cf->pool, 1,
+                           sizeof(ngx_http_redis_ratelimit_limit_t))
+            != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    limit = ngx_array_push(&rlcf->limits);
+    if (limit == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(limit, sizeof(ngx_http_redis_ratelimit_limit_t));
+
+    limit->file = cf->conf_file->file.name.data;
+    limit->line = cf->conf_file->line;
+
+    rrl_conf_init(&c, RRL_CONF_LIMIT, (char *) cmd->name.data);
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
+
+        if (rc == NGX_ERROR) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (rc == NGX_OK) {
+            continue;
+        }
+
+        /* cost=$VAR */
+
+        limit->cost_value = ngx_palloc(cf->pool,
+                                       sizeof(ngx_http_complex_value_t));
+        if (limit->cost_value == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_http_redis_ratelimit_str(&s, &c.u.limit.variable);
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+        ccv.cf = cf;
+        ccv.value = &s;
+        ccv.complex_value = limit->cost_value;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (ngx_http_redis_ratelimit_conf_word(cf, &c, NULL) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_http_redis_ratelimit_str(&limit->zone_name, &c.u.limit.zone_name);
+    ngx_http_redis_ratelimit_str(&limit->cost_arg, &c.u.limit.cost_arg);
+    limit->cost = (ngx_uint_t) c.u.limit.cost;
+
+    limits = rlcf->limits.elts;
+
+    for (i = 0; i < rlcf->limits.nelts - 1; i++) {
+        if (limits[i].zone_name.len == limit->zone_name.len
+            && ngx_strncmp(limits[i].zone_name.data, limit->zone_name.data,
+                           limit->zone_name.len)
+               == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "zone \"%V\" is duplicate in \"%V\" "
+                               "directive", &limit->zone_name, &cmd->name);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* a stock num slot's messages would not name the range */
+
+char *
+ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    char  *p = conf;
+
+    ngx_int_t    status;
+    ngx_str_t   *value;
+    ngx_uint_t  *field;
+
+    field = (ngx_uint_t *) (p + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    status = ngx_atoi(value[1].data, value[1].len);
+
+    if (status < 400 || status > 599) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "it must be a status code from 400 to 599",
+                           &value[1], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    *field = status;
+
+    return NGX_CONF_OK;
+}
+
+
+/* open | closed | local [local_zone=NAME:SIZE] [local_share=1/N] */
+
+char *
+ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
+
+    char        *rv;
+    ngx_str_t    s;
+    rrl_conf_t   c;
+
+    rv = ngx_http_redis_ratelimit_enum(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rrl_conf_init(&c, RRL_CONF_FAIL, (char *) cmd->name.data);
+    c.u.fail.local = (rlcf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL);
+
+    if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    rlcf->local_share = (ngx_uint_t) c.u.fail.share;
+
+    if (!c.u.fail.local) {
+        return NGX_CONF_OK;
+    }
+
+    ngx_http_redis_ratelimit_str(&s, &c.u.fail.zone_word);
+
+    return ngx_http_redis_ratelimit_local_zone(cf, cmd, s.len ? &s : NULL,
+                                               &rlcf->local_zone);
+}
+
+
+/* like ngx_conf_set_enum_slot(), with an error that names the directive */
+
+char *
+ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char  *p = conf;
+
+    u_char           *last;
+    ngx_str_t        *value;
+    ngx_uint_t       *field, i;
+    ngx_conf_enum_t  *e;
+    u_char            allowed[NGX_MAX_CONF_ERRSTR];
+
+    field = (ngx_uint_t *) (p + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    e = cmd->post;
+
+    for (i = 0; e[i].name.len != 0; i++) {
+        if (e[i].name.len == value[1].len
+            && ngx_strcasecmp(e[i].name.data, value[1].data) == 0)
+        {
+            *field = e[i].value;
+            return NGX_CONF_OK;
+        }
+    }
+
+    last = allowed;
+
+    for (i = 0; e[i].name.len != 0; i++) {
+        last = ngx_slprintf(last, allowed + sizeof(allowed), "%s\"%V\"",
+                            i == 0 ? "" : (e[i + 1].name.len ? ", " : " or "),
+                            &e[i].name);
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid value \"%V\" in \"%V\" directive, "
+                       "it must be %*s", &value[1], &cmd->name,
+                       (size_t) (last - allowed), allowed);
+
+    return NGX_CONF_ERROR;
+}
+
+
+/* zones may be defined after the "redis_ratelimit" lines that use them */
+
+ngx_int_t
+ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
+{
+    ngx_uint_t                             i;
+    ngx_http_redis_ratelimit_limit_t      *limit;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_redis_ratelimit_module);
+
+    limit = limits->elts;
+
+    for (i = 0; i < limits->nelts; i++) {
+
+        if (limit[i].zone) {
+            continue;
+        }
+
+        limit[i].zone = ngx_http_redis_ratelimit_find_zone(rmcf,
+                                                          &limit[i].zone_name);
+
+        if (limit[i].zone == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown zone \"%V\" in \"redis_ratelimit\" "
+                          "directive in %s:%ui", &limit[i].zone_name,
+                          limit[i].file, limit[i].line);
+            return NGX_ERROR;
+        }
+
+        if (limit[i].cost_value == NULL
+            && limit[i].cost > limit[i].zone->capacity)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "cost=%ui is more than zone \"%V\" can ever allow "
+                          "(%ui) in \"redis_ratelimit\" directive in %s:%ui",
+                          limit[i].cost, &limit[i].zone_name,
+                          limit[i].zone->capacity, limit[i].file,
+                          limit[i].line);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_http_redis_ratelimit_zone_t *
+ngx_http_redis_ratelimit_find_zone(ngx_http_redis_ratelimit_main_conf_t *rmcf,
+    ngx_str_t *name)
+{
+    ngx_uint_t                        i;
+    ngx_http_redis_ratelimit_zone_t  *zones;
+
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zones[i].name.len == name->len
+            && ngx_strncmp(zones[i].name.data, name->data, name->len) == 0)
+        {
+            return &zones[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs)
+{
+    s->data = (u_char *) cs->data;
+    s->len = cs->len;
+}
+
+
+/* the words from first on, none of them the shim's, and the checks */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_words(ngx_conf_t *cf, rrl_conf_t *c,
+    ngx_uint_t first)
+{
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    value = cf->args->elts;
+
+    for (i = first; i < cf->args->nelts; i++) {
+        if (ngx_http_redis_ratelimit_conf_word(cf, c, &value[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_http_redis_ratelimit_conf_word(cf, c, NULL);
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
+    ngx_str_t *word)
+{
+    int  rc;
+
+    if (word) {
+        rc = rrl_conf_word(c, (char *) word->data, word->len);
+
+    } else {
+        rc = rrl_conf_done(c);
+    }
+
+    if (rc == RRL_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", c->err);
+        return NGX_ERROR;
+    }
+
+    return (rc == RRL_CONF_HOST) ? NGX_DECLINED : NGX_OK;
+}

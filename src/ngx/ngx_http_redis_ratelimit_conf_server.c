@@ -1,0 +1,170 @@
+
+/*
+ * "redis_ratelimit_server": its grammar is the core's (rrl_conf.h); here
+ * its addresses are resolved, now: hiredis would block a worker on DNS.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+
+
+static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
+    ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
+    ngx_str_t *value);
+static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
+    size_t len);
+
+
+char *
+ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    ngx_int_t           rc;
+    ngx_str_t          *value;
+    ngx_uint_t          i;
+    rrl_conf_t          c;
+    rrl_server_conf_t  *sc;
+
+    if (rmcf->server.len) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    rmcf->server = value[1];
+
+    rrl_conf_init(&c, RRL_CONF_SERVER, (char *) cmd->name.data);
+    c.parse_time = ngx_http_redis_ratelimit_parse_time;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
+
+        if (rc == NGX_ERROR
+            || (rc == NGX_DECLINED
+                && ngx_http_redis_ratelimit_server_addr(cf, cmd, rmcf,
+                                                        &value[i])
+                   != NGX_CONF_OK))
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (ngx_http_redis_ratelimit_conf_word(cf, &c, NULL) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    sc = &c.u.server;
+
+    rmcf->mode = sc->mode;
+    rmcf->timeout = (ngx_msec_t) sc->timeout_ms;
+    rmcf->connect_timeout = (ngx_msec_t) sc->connect_timeout_ms;
+    rmcf->cooldown = (ngx_msec_t) sc->cooldown_ms;
+    rmcf->max_failures = (ngx_uint_t) sc->max_failures;
+    rmcf->max_parked = (ngx_uint_t) sc->max_parked;
+    rmcf->db = (ngx_int_t) sc->db;
+    rmcf->sentinel_name.data = (u_char *) sc->sentinel_name.data;
+    rmcf->sentinel_name.len = sc->sentinel_name.len;
+    rmcf->username.data = (u_char *) sc->username.data;
+    rmcf->username.len = sc->username.len;
+    rmcf->password.data = (u_char *) sc->password.data;
+    rmcf->password.len = sc->password.len;
+    rmcf->sentinel_password.data = (u_char *) sc->sentinel_password.data;
+    rmcf->sentinel_password.len = sc->sentinel_password.len;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *value)
+{
+    u_char                           *p;
+    size_t                            len;
+    ngx_url_t                         u;
+    ngx_uint_t                        i;
+    struct sockaddr_un               *saun;
+    ngx_http_redis_ratelimit_addr_t  *addr;
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = *value;
+    u.default_port = 6379;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        if (u.err) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%s in \"%V\" of the \"%V\" directive",
+                               u.err, &u.url, &cmd->name);
+        }
+
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no address for \"%V\" in \"%V\" directive",
+                           &u.url, &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* a name of several addresses: each is a seed (the first, alone) */
+
+    for (i = 0; i < u.naddrs; i++) {
+        addr = ngx_array_push(&rmcf->addrs);
+        if (addr == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(addr, sizeof(ngx_http_redis_ratelimit_addr_t));
+        addr->name = *value;
+
+        if (u.family == AF_UNIX) {
+            saun = (struct sockaddr_un *) u.addrs[i].sockaddr;
+
+            len = ngx_strlen(saun->sun_path);
+
+            p = ngx_pnalloc(cf->pool, len + 1);
+            if (p == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            *ngx_cpymem(p, saun->sun_path, len) = '\0';
+            addr->unix_path = p;
+
+            continue;
+        }
+
+        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        len = ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
+                            NGX_SOCKADDR_STRLEN, 0);
+        p[len] = '\0';
+
+        addr->host = p;
+        addr->port = ngx_inet_get_port(u.addrs[i].sockaddr);
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static int64_t
+ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) text;
+    s.len = len;
+
+    return ngx_parse_time(&s, 0);
+}

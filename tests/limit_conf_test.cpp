@@ -1,0 +1,183 @@
+// rrl::limit_conf_* and rrl::fail_conf_* and their C API: the words of
+// "redis_ratelimit" and the parameters of "redis_ratelimit_fail".
+#include "limit_conf.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conf_word.hpp"
+#include "rrl_conf.h"
+
+namespace {
+
+constexpr const char* kLimit = "redis_ratelimit";
+constexpr const char* kFail = "redis_ratelimit_fail";
+
+std::string parse(const std::vector<std::string_view>& words,
+                  rrl::LimitConf& conf, int* variables = nullptr) {
+    int host = 0;
+    for (std::string_view w : words) {
+        rrl::ConfWord r = rrl::limit_conf_word(conf, kLimit, w);
+        if (!r.error.empty()) return r.error;
+        if (r.host) host++;
+    }
+    if (variables) *variables = host;
+    return rrl::limit_conf_done(conf, kLimit);
+}
+
+std::string limit_error(const std::vector<std::string_view>& words) {
+    rrl::LimitConf conf;
+    return parse(words, conf);
+}
+
+TEST(LimitConf, ZoneAndConstantCost) {
+    rrl::LimitConf conf;
+    EXPECT_EQ(parse({"zone=z"}, conf), "");
+    EXPECT_EQ(conf.zone_name, "z");
+    EXPECT_EQ(conf.cost, 1u);
+    EXPECT_EQ(conf.cost_arg, "1");
+    EXPECT_TRUE(conf.variable.empty());
+
+    rrl::LimitConf costly;
+    EXPECT_EQ(parse({"cost=1000000000", "zone=z"}, costly), "");
+    EXPECT_EQ(costly.cost, 1000000000u);
+    EXPECT_EQ(costly.cost_arg, "1000000000");
+}
+
+TEST(LimitConf, VariableCostIsTheHosts) {
+    rrl::LimitConf conf;
+    int variables = 0;
+    EXPECT_EQ(parse({"zone=z", "cost=$arg_cost"}, conf, &variables), "");
+    EXPECT_EQ(variables, 1);
+    EXPECT_EQ(conf.variable, "$arg_cost");
+    EXPECT_EQ(conf.cost, 1u);
+}
+
+TEST(LimitConf, Errors) {
+    const std::string range =
+        " in \"redis_ratelimit\" directive, it must be a number from 1 to "
+        "1000000000 or a variable";
+    EXPECT_EQ(limit_error({"zone=z", "cost=0"}),
+              "invalid cost \"cost=0\"" + range);
+    EXPECT_EQ(limit_error({"zone=z", "cost="}),
+              "invalid cost \"cost=\"" + range);
+    EXPECT_EQ(limit_error({"cost=1000000001"}),
+              "invalid cost \"cost=1000000001\"" + range);
+    EXPECT_EQ(limit_error({"zone=z", "foo=1"}),
+              "invalid parameter \"foo=1\" in \"redis_ratelimit\" directive");
+    EXPECT_EQ(limit_error({"cost=1"}),
+              "\"redis_ratelimit\" must have \"zone\" parameter");
+    EXPECT_EQ(limit_error({"zone="}),
+              "\"redis_ratelimit\" must have \"zone\" parameter");
+}
+
+std::string fail_parse(bool local, const std::vector<std::string_view>& words,
+                       rrl::FailConf& conf) {
+    conf.local = local;
+    for (std::string_view w : words) {
+        std::string error = rrl::fail_conf_word(conf, kFail, w);
+        if (!error.empty()) return error;
+    }
+    return rrl::fail_conf_done(conf, kFail);
+}
+
+std::string fail_error(bool local, const std::vector<std::string_view>& words) {
+    rrl::FailConf conf;
+    return fail_parse(local, words, conf);
+}
+
+TEST(FailConf, LocalParameters) {
+    rrl::FailConf conf;
+    EXPECT_EQ(fail_parse(true, {"local_share=1/4", "local_zone=l:1m"}, conf),
+              "");
+    EXPECT_EQ(conf.share, 4u);
+    EXPECT_EQ(conf.zone_word, "local_zone=l:1m");
+
+    rrl::FailConf plain;
+    EXPECT_EQ(fail_parse(true, {}, plain), "");
+    EXPECT_EQ(plain.share, 1u);
+    EXPECT_TRUE(plain.zone_word.empty());
+
+    rrl::FailConf open;
+    EXPECT_EQ(fail_parse(false, {}, open), "");
+    EXPECT_EQ(open.share, 1u);
+}
+
+TEST(FailConf, Errors) {
+    EXPECT_EQ(fail_error(true, {"foo=1"}),
+              "invalid parameter \"foo=1\" in \"redis_ratelimit_fail\" "
+              "directive");
+    EXPECT_EQ(fail_error(false, {"local_share=1/2"}),
+              "invalid parameter \"local_share=1/2\" in "
+              "\"redis_ratelimit_fail\" directive, it is only valid with "
+              "\"local\"");
+    EXPECT_EQ(fail_error(true, {"local_zone=a:1m", "local_zone=b:1m"}),
+              "duplicate parameter \"local_zone=b:1m\" in "
+              "\"redis_ratelimit_fail\" directive");
+    const std::string n =
+        " in \"redis_ratelimit_fail\" directive, local_share must be 1/N with "
+        "N a positive number";
+    EXPECT_EQ(fail_error(true, {"local_share=1/0"}),
+              "invalid value \"1/0\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=2/3"}),
+              "invalid value \"2/3\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=1/"}), "invalid value \"1/\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share=1/x"}),
+              "invalid value \"1/x\"" + n);
+    EXPECT_EQ(fail_error(true, {"local_share="}), "invalid value \"\"" + n);
+}
+
+int c_word(rrl_conf_t* conf, const char* word) {
+    return rrl_conf_word(conf, word, std::strlen(word));
+}
+
+TEST(LimitConfCApi, Words) {
+    rrl_conf_t conf;
+    const rrl_limit_conf_t& l = conf.u.limit;
+    rrl_conf_init(&conf, RRL_CONF_LIMIT, kLimit);
+    EXPECT_EQ(l.cost, 1u);
+    EXPECT_EQ(std::string(l.cost_arg.data, l.cost_arg.len), "1");
+    EXPECT_EQ(c_word(&conf, "zone=z"), RRL_OK);
+    EXPECT_EQ(c_word(&conf, "cost=$c"), RRL_CONF_HOST);
+    EXPECT_EQ(std::string(l.variable.data, l.variable.len), "$c");
+    EXPECT_EQ(c_word(&conf, "cost=7"), RRL_OK);
+    EXPECT_EQ(l.cost, 7u);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(std::string(l.zone_name.data, l.zone_name.len), "z");
+
+    rrl_conf_init(&conf, RRL_CONF_LIMIT, kLimit);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_ERROR);
+    EXPECT_STREQ(conf.err, "\"redis_ratelimit\" must have \"zone\" parameter");
+}
+
+TEST(FailConfCApi, Words) {
+    rrl_conf_t conf;
+    rrl_conf_init(&conf, RRL_CONF_FAIL, kFail);
+    conf.u.fail.local = 1;
+    EXPECT_EQ(c_word(&conf, "local_share=1/3"), RRL_OK);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(conf.u.fail.share, 3u);
+    EXPECT_EQ(conf.u.fail.zone_word.len, 0u);
+
+    rrl_conf_init(&conf, RRL_CONF_FAIL, kFail);
+    EXPECT_EQ(conf.u.fail.local, 0);
+    EXPECT_EQ(c_word(&conf, "local_zone=a:1m"), RRL_ERROR);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(conf.u.fail.share, 1u);
+}
+
+TEST(ConfWord, NumbersAsNginxReadsThem) {
+    EXPECT_EQ(rrl::parse_conf_number("0"), 0);
+    EXPECT_EQ(rrl::parse_conf_number("007"), 7);
+    EXPECT_EQ(rrl::parse_conf_number("9223372036854775807"), INT64_MAX);
+    EXPECT_FALSE(rrl::parse_conf_number("9223372036854775808"));
+    EXPECT_FALSE(rrl::parse_conf_number(""));
+    EXPECT_FALSE(rrl::parse_conf_number("+1"));
+    EXPECT_FALSE(rrl::parse_conf_number("1 "));
+}
+
+}  // namespace

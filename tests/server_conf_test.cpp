@@ -1,0 +1,261 @@
+// rrl::server_conf_word / _done and their C API: the grammar and the
+// cross-checks of "redis_ratelimit_server", messages as nginx -t prints
+// them (t/config.t checks them with FILE:LINE).
+#include "server_conf.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rate.hpp"
+#include "rrl_conf.h"
+
+namespace {
+
+constexpr const char* kDirective = "redis_ratelimit_server";
+
+std::optional<std::uint64_t> time_ms(std::string_view text) {
+    return rrl::parse_time_ms(text);
+}
+
+// The words through the C++ API: the first error, or "" and conf.
+std::string parse(const std::vector<std::string_view>& words,
+                  rrl::ServerConf& conf, std::size_t* addresses = nullptr) {
+    std::size_t host = 0;
+    for (std::string_view w : words) {
+        rrl::ConfWord r = rrl::server_conf_word(conf, kDirective, w, time_ms);
+        if (!r.error.empty()) return r.error;
+        if (r.host) host++;
+    }
+    if (addresses) *addresses = host;
+    return rrl::server_conf_done(conf, kDirective);
+}
+
+std::string error_of(const std::vector<std::string_view>& words) {
+    rrl::ServerConf conf;
+    return parse(words, conf);
+}
+
+TEST(ServerConf, Defaults) {
+    rrl::ServerConf conf;
+    std::size_t addresses = 0;
+    EXPECT_EQ(parse({"127.0.0.1:6379"}, conf, &addresses), "");
+    EXPECT_EQ(addresses, 1u);
+    EXPECT_EQ(conf.mode, rrl::ServerMode::single);
+    EXPECT_EQ(conf.timeout_ms, 100u);
+    EXPECT_EQ(conf.connect_timeout_ms, 100u);
+    EXPECT_EQ(conf.cooldown_ms, 500u);
+    EXPECT_EQ(conf.max_failures, 5u);
+    EXPECT_EQ(conf.max_parked, 1000u);
+    EXPECT_EQ(conf.db, 0);
+    EXPECT_TRUE(conf.password.empty());
+}
+
+TEST(ServerConf, EveryParameter) {
+    rrl::ServerConf conf;
+    EXPECT_EQ(parse({"a:1", "b:2", "c", "sentinel=mymaster", "timeout=50ms",
+                     "connect_timeout=1s", "cooldown=2s", "max_failures=3",
+                     "max_parked=7", "username=u", "password=p",
+                     "sentinel_password=sp", "db=3"},
+                    conf),
+              "");
+    EXPECT_EQ(conf.addresses, 3u);
+    EXPECT_EQ(conf.mode, rrl::ServerMode::sentinel);
+    EXPECT_EQ(conf.sentinel_name, "mymaster");
+    EXPECT_EQ(conf.timeout_ms, 50u);
+    EXPECT_EQ(conf.connect_timeout_ms, 1000u);
+    EXPECT_EQ(conf.cooldown_ms, 2000u);
+    EXPECT_EQ(conf.max_failures, 3u);
+    EXPECT_EQ(conf.max_parked, 7u);
+    EXPECT_EQ(conf.username, "u");
+    EXPECT_EQ(conf.password, "p");
+    EXPECT_EQ(conf.sentinel_password, "sp");
+    EXPECT_EQ(conf.db, 3);
+}
+
+TEST(ServerConf, Cluster) {
+    rrl::ServerConf conf;
+    EXPECT_EQ(parse({"a:1", "b:2", "[::1]:3", "cluster", "password=x"}, conf),
+              "");
+    EXPECT_EQ(conf.mode, rrl::ServerMode::cluster);
+    EXPECT_EQ(conf.addresses, 3u);
+    EXPECT_EQ(conf.db, 0);
+}
+
+TEST(ServerConf, AddressesEndAtAnEqualsSignOrCluster) {
+    rrl::ServerConf conf;
+    EXPECT_TRUE(
+        rrl::server_conf_word(conf, kDirective, "unix:/a", time_ms).host);
+    EXPECT_FALSE(
+        rrl::server_conf_word(conf, kDirective, "cluster", time_ms).host);
+    EXPECT_EQ(
+        rrl::server_conf_word(conf, kDirective, "127.0.0.1:7001", time_ms)
+            .error,
+        "invalid parameter \"127.0.0.1:7001\" in \"redis_ratelimit_server\" "
+        "directive");
+}
+
+TEST(ServerConf, NumberErrors) {
+    EXPECT_EQ(error_of({"a", "timeout=0"}),
+              "invalid timeout \"timeout=0\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"a", "connect_timeout=soon"}),
+              "invalid timeout \"connect_timeout=soon\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "cooldown="}),
+              "invalid cooldown \"cooldown=\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"a", "max_failures=0"}),
+              "invalid number \"max_failures=0\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "max_parked=-1"}),
+              "invalid number \"max_parked=-1\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "db=x"}),
+              "invalid db \"db=x\" in \"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "db=99999999999999999999"}),
+              "invalid db \"db=99999999999999999999\" in "
+              "\"redis_ratelimit_server\" directive");
+}
+
+TEST(ServerConf, ParameterErrors) {
+    EXPECT_EQ(error_of({"a", "foo=1"}),
+              "invalid parameter \"foo=1\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"cluster"}),
+              "no address in \"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"timeout=1s"}),
+              "no address in \"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "cluster", "sentinel=m"}),
+              "invalid parameter \"sentinel=m\" in \"redis_ratelimit_server\" "
+              "directive, \"cluster\" and \"sentinel=\" exclude each other");
+    EXPECT_EQ(error_of({"a", "cluster", "cluster"}),
+              "invalid parameter \"cluster\" in \"redis_ratelimit_server\" "
+              "directive, \"cluster\" and \"sentinel=\" exclude each other");
+    EXPECT_EQ(error_of({"a", "sentinel=m", "cluster"}),
+              "invalid parameter \"cluster\" in \"redis_ratelimit_server\" "
+              "directive, \"cluster\" and \"sentinel=\" exclude each other");
+    EXPECT_EQ(error_of({"a", "sentinel="}),
+              "invalid parameter \"sentinel=\" in \"redis_ratelimit_server\" "
+              "directive, sentinel= needs the name of the primary");
+}
+
+TEST(ServerConf, CrossChecks) {
+    EXPECT_EQ(error_of({"a", "b"}),
+              "several addresses in \"redis_ratelimit_server\" directive need "
+              "\"cluster\" or \"sentinel=NAME\"");
+    EXPECT_EQ(error_of({"a", "cluster", "db=1"}),
+              "\"db=\" cannot be used with \"cluster\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "db=0", "cluster"}),
+              "\"db=\" cannot be used with \"cluster\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "sentinel_password=x"}),
+              "\"sentinel_password=\" needs \"sentinel=NAME\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"a", "username=u"}),
+              "\"username=\" needs \"password=\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"a", "db=0"}), "");
+}
+
+// the C API, with a time parser as the shim's (-1: not a time)
+int64_t c_time(const char* text, size_t len) {
+    auto ms = rrl::parse_time_ms({text, len});
+    return ms ? static_cast<int64_t>(*ms) : -1;
+}
+
+struct CConf {
+    rrl_conf_t c;
+    explicit CConf(rrl_time_parse_pt parse_time = c_time) {
+        rrl_conf_init(&c, RRL_CONF_SERVER, kDirective);
+        c.parse_time = parse_time;
+    }
+    int word(const char* w) { return rrl_conf_word(&c, w, std::strlen(w)); }
+    int done() { return rrl_conf_done(&c); }
+};
+
+TEST(ServerConfCApi, ParsesAndReportsAddresses) {
+    CConf conf;
+    const rrl_server_conf_t& s = conf.c.u.server;
+    EXPECT_EQ(s.db, -1);
+    EXPECT_EQ(s.timeout_ms, 100u);
+
+    EXPECT_EQ(conf.word("127.0.0.1:26379"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("localhost:26380"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("sentinel=m"), RRL_OK);
+    EXPECT_EQ(conf.word("timeout=250ms"), RRL_OK);
+    EXPECT_EQ(conf.word("password=p"), RRL_OK);
+    EXPECT_EQ(conf.word("db=4"), RRL_OK);
+    EXPECT_EQ(conf.done(), RRL_OK);
+
+    EXPECT_EQ(s.mode, RRL_SERVER_SENTINEL);
+    EXPECT_EQ(s.addresses, 2u);
+    EXPECT_EQ(s.timeout_ms, 250u);
+    EXPECT_EQ(s.db, 4);
+    EXPECT_EQ(std::string(s.sentinel_name.data, s.sentinel_name.len), "m");
+    EXPECT_EQ(std::string(s.password.data, s.password.len), "p");
+    EXPECT_EQ(s.username.len, 0u);
+}
+
+TEST(ServerConfCApi, DbDefaultsToZero) {
+    CConf conf;
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("cluster"), RRL_OK);
+    EXPECT_EQ(conf.done(), RRL_OK);
+    EXPECT_EQ(conf.c.u.server.mode, RRL_SERVER_CLUSTER);
+    EXPECT_EQ(conf.c.u.server.db, 0);
+}
+
+TEST(ServerConfCApi, Errors) {
+    CConf conf;
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("foo=1"), RRL_ERROR);
+    EXPECT_STREQ(conf.c.err,
+                 "invalid parameter \"foo=1\" in \"redis_ratelimit_server\" "
+                 "directive");
+
+    CConf two;
+    EXPECT_EQ(two.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(two.word("b"), RRL_CONF_HOST);
+    EXPECT_EQ(two.done(), RRL_ERROR);
+    EXPECT_STREQ(two.c.err,
+                 "several addresses in \"redis_ratelimit_server\" directive "
+                 "need \"cluster\" or \"sentinel=NAME\"");
+}
+
+// a message longer than the buffer (a long word) is cut, NUL-terminated
+TEST(ServerConfCApi, LongMessagesAreCut) {
+    CConf conf;
+    std::string word = "foo=" + std::string(2000, 'x');
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(rrl_conf_word(&conf.c, word.data(), word.size()), RRL_ERROR);
+    EXPECT_EQ(std::strlen(conf.c.err), size_t{RRL_CONF_ERR_MAX});
+    EXPECT_EQ(std::string(conf.c.err, 19), "invalid parameter \"");
+}
+
+// nginx's ngx_parse_time() may read what the core's parser does not
+TEST(ServerConfCApi, TimesAreTheHostsToRead) {
+    CConf conf([](const char*, size_t) -> int64_t { return 42; });
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("timeout=1M"), RRL_OK);
+    EXPECT_EQ(conf.c.u.server.timeout_ms, 42u);
+}
+
+// an exception never crosses the C API: the directive fails
+TEST(ServerConfCApi, AnExceptionFailsTheDirective) {
+    CConf conf([](const char*, size_t) -> int64_t {
+        throw std::runtime_error("thrown");
+    });
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("timeout=1s"), RRL_ERROR);
+    EXPECT_STREQ(conf.c.err, "internal error, see the log");
+}
+
+}  // namespace
