@@ -17,13 +17,26 @@
 #include <hiredis/async.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "rrl_reply_count.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_DATA      0   /* a Redis of limits */
 #define NGX_HTTP_REDIS_RATELIMIT_SENTINEL  1
 
 
-typedef struct {
+typedef struct ngx_http_redis_ratelimit_node_s
+    ngx_http_redis_ratelimit_node_t;
+
+/* called by the adapter: the node's context is being freed, for reason */
+typedef void (*ngx_http_redis_ratelimit_closed_pt)(
+    ngx_http_redis_ratelimit_node_t *node, const char *reason);
+
+/* called by a node: its connection is lost, or could not be made */
+typedef void (*ngx_http_redis_ratelimit_lost_pt)(
+    ngx_http_redis_ratelimit_node_t *node);
+
+
+struct ngx_http_redis_ratelimit_node_s {
     ngx_queue_t                  queue;       /* in the link's nodes */
     ngx_uint_t                   role;
     ngx_str_t                    name;        /* "host:port", for logs */
@@ -34,9 +47,10 @@ typedef struct {
 
     redisAsyncContext           *ac;          /* NULL: not connected */
     ngx_connection_t            *connection;
+    ngx_http_redis_ratelimit_closed_pt  closed;
     ngx_event_t                  connect_timer;
     ngx_event_t                  reconnect_timer;
-    ngx_msec_t                   backoff;
+    uint64_t                     backoff;     /* ms; 0: the last one worked */
 
     rrl_breaker_t                breaker;     /* the core's state machine */
     unsigned                     dropping:1;  /* freeing a stuck context */
@@ -46,28 +60,23 @@ typedef struct {
     size_t                       room;        /* for its names, after it */
     ngx_msec_t                   last_read;
 
-    /* commands sent and replies read on this connection */
-    uint64_t                     sent;
-    uint64_t                     replies;
-    unsigned                     unsolicited:1;
+    rrl_reply_count_t            count;       /* commands and replies */
 
     unsigned                     connected:1;
     unsigned                     writing:1;   /* hiredis has output */
     unsigned                     reconnect:1; /* in use: reconnect if lost */
     unsigned                     used:1;      /* ever routed to */
     unsigned                     mapped:1;    /* a primary in the slot map */
-} ngx_http_redis_ratelimit_node_t;
+};
 
 
 typedef struct {
     ngx_http_redis_ratelimit_main_conf_t  *conf;
     ngx_log_t                   *log;
-    ngx_queue_t                  nodes;
-    ngx_uint_t                   nnodes;
+    ngx_queue_t                  nodes;       /* every node; node.c fills it */
     ngx_uint_t                   parked;      /* calls with a request */
     ngx_queue_t                  batches;     /* open: not sent yet */
     ngx_event_t                  flush;       /* sends them; posted */
-    unsigned                     edge:1;      /* edge-triggered events */
     unsigned                     exiting:1;
 
     /* one server, or the primary a Sentinel names */
@@ -81,7 +90,12 @@ typedef struct {
 extern ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
 
 
-/* node: one connection */
+/* node: one connection; nodes go in the list nodes, the worker's */
+void ngx_http_redis_ratelimit_node_init(
+    ngx_http_redis_ratelimit_main_conf_t *conf, ngx_log_t *log,
+    ngx_queue_t *nodes, ngx_http_redis_ratelimit_lost_pt lost);
+/* the worker exits: every node closes, none reconnects */
+void ngx_http_redis_ratelimit_node_exit(void);
 ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_node_get(
     ngx_uint_t role, u_char *host, in_port_t port, u_char *unix_path);
 void ngx_http_redis_ratelimit_node_connect(
@@ -92,6 +106,20 @@ void ngx_http_redis_ratelimit_node_use(ngx_http_redis_ratelimit_node_t *node,
 void ngx_http_redis_ratelimit_node_idle(ngx_http_redis_ratelimit_node_t *node);
 void ngx_http_redis_ratelimit_node_close(
     ngx_http_redis_ratelimit_node_t *node);
+/* RRL_BREAKER_CALL, _PROBE (the caller's call is the probe) or _REFUSE */
+ngx_int_t ngx_http_redis_ratelimit_circuit_allows(
+    ngx_http_redis_ratelimit_node_t *node);
+void ngx_http_redis_ratelimit_circuit_outcome(
+    ngx_http_redis_ratelimit_node_t *node, ngx_uint_t ok);
+/* a probe granted and never sent */
+void ngx_http_redis_ratelimit_circuit_abandon(
+    ngx_http_redis_ratelimit_node_t *node);
+
+/* adapter: hiredis on nginx's event loop */
+ngx_int_t ngx_http_redis_ratelimit_attach(
+    ngx_http_redis_ratelimit_node_t *node, redisAsyncContext *ac,
+    ngx_http_redis_ratelimit_closed_pt closed);
+/* send every command through these: they count the replies owed */
 ngx_int_t ngx_http_redis_ratelimit_command(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, const char *format, ...);
@@ -102,20 +130,9 @@ ngx_int_t ngx_http_redis_ratelimit_command_formatted(
 ngx_int_t ngx_http_redis_ratelimit_command_argv(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, int argc, const char **argv, const size_t *argvlen);
-/* RRL_BREAKER_CALL, _PROBE (the caller's call is the probe) or _REFUSE */
-ngx_int_t ngx_http_redis_ratelimit_circuit_allows(
-    ngx_http_redis_ratelimit_node_t *node);
-void ngx_http_redis_ratelimit_circuit_outcome(
-    ngx_http_redis_ratelimit_node_t *node, ngx_uint_t ok);
-/* a probe granted and never sent */
-void ngx_http_redis_ratelimit_circuit_abandon(
-    ngx_http_redis_ratelimit_node_t *node);
 /* converts a reply for the core's parsers; NULL: no memory */
 rrl_value_t *ngx_http_redis_ratelimit_value(ngx_pool_t *pool,
     redisReply *reply);
-
-/* called by a node: its connection is lost, or could not be made */
-void ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node);
 
 /* cluster: the slot map */
 ngx_int_t ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle);

@@ -1,0 +1,532 @@
+
+/*
+ * The hiredis async adapter on nginx's event loop: a node's context is
+ * attached to an nginx connection; its commands and the replies they are
+ * owed are counted; a reply is converted for the core. The node's owner
+ * learns through node->closed that the context is gone.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <sys/ioctl.h>
+
+#include "ngx_http_redis_ratelimit_link.h"
+
+
+/* our replies are a few hundred bytes: more buffered is a broken server */
+#define NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED  (1024 * 1024)
+
+/* edge-triggered events: hiredis does its own recv() and send() */
+#define ngx_http_redis_ratelimit_edge()                                       \
+    (ngx_event_flags & NGX_USE_CLEAR_EVENT)
+
+
+static void ngx_http_redis_ratelimit_add_read(void *data);
+static void ngx_http_redis_ratelimit_del_read(void *data);
+static void ngx_http_redis_ratelimit_add_write(void *data);
+static void ngx_http_redis_ratelimit_del_write(void *data);
+static void ngx_http_redis_ratelimit_cleanup(void *data);
+static void ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev);
+static void ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev);
+
+static void *ngx_http_redis_ratelimit_create_string(const redisReadTask *task,
+    char *str, size_t len);
+static void *ngx_http_redis_ratelimit_create_array(const redisReadTask *task,
+    int elements);
+static void *ngx_http_redis_ratelimit_create_integer(
+    const redisReadTask *task, long long value);
+static void *ngx_http_redis_ratelimit_create_nil(const redisReadTask *task);
+static void ngx_http_redis_ratelimit_free_object(void *obj);
+
+
+/* hiredis' own reply constructors, wrapped to count replies */
+static redisReplyObjectFunctions  *ngx_http_redis_ratelimit_hiredis_replies;
+
+static redisReplyObjectFunctions  ngx_http_redis_ratelimit_replies = {
+    ngx_http_redis_ratelimit_create_string,
+    ngx_http_redis_ratelimit_create_array,
+    ngx_http_redis_ratelimit_create_integer,
+    ngx_http_redis_ratelimit_create_nil,
+    ngx_http_redis_ratelimit_free_object
+};
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_attach(ngx_http_redis_ratelimit_node_t *node,
+    redisAsyncContext *ac, ngx_http_redis_ratelimit_closed_pt closed)
+{
+    ngx_connection_t  *c;
+
+    if (ac->ev.data != NULL) {
+        /* never two event loops on one context */
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(ac->c.fd, node->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    c->data = node;
+    c->log = node->log;
+    c->read->log = node->log;
+    c->write->log = node->log;
+    c->read->handler = ngx_http_redis_ratelimit_read_handler;
+    c->write->handler = ngx_http_redis_ratelimit_write_handler;
+
+    if (ngx_http_redis_ratelimit_edge()) {
+        /* registered once for both directions; readiness is tracked here */
+
+        if (ngx_add_conn) {
+            if (ngx_add_conn(c) != NGX_OK) {
+                goto failed;
+            }
+
+        } else if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_CLEAR_EVENT)
+                   != NGX_OK
+                   || ngx_add_event(c->write, NGX_WRITE_EVENT,
+                                    NGX_CLEAR_EVENT)
+                      != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    node->ac = ac;
+    node->connection = c;
+    node->closed = closed;
+    node->writing = 0;
+
+    ac->ev.data = node;
+    ac->ev.addRead = ngx_http_redis_ratelimit_add_read;
+    ac->ev.delRead = ngx_http_redis_ratelimit_del_read;
+    ac->ev.addWrite = ngx_http_redis_ratelimit_add_write;
+    ac->ev.delWrite = ngx_http_redis_ratelimit_del_write;
+    ac->ev.cleanup = ngx_http_redis_ratelimit_cleanup;
+
+    /*
+     * hiredis 0.14 assert()s on a reply that no command awaits: counting
+     * replies as they are parsed, one too many fails the connection first
+     */
+    ngx_http_redis_ratelimit_hiredis_replies = ac->c.reader->fn;
+    ac->c.reader->fn = &ngx_http_redis_ratelimit_replies;
+    ac->c.reader->privdata = node;
+    rrl_reply_count_init(&node->count);
+
+    return NGX_OK;
+
+failed:
+
+    /* the fd stays hiredis's to close */
+    ngx_free_connection(c);
+    c->fd = (ngx_socket_t) -1;
+
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_redis_ratelimit_add_read(void *data)
+{
+    ngx_http_redis_ratelimit_node_t  *node = data;
+
+    ngx_event_t  *rev;
+
+    rev = node->connection->read;
+
+    if (!ngx_http_redis_ratelimit_edge() && !rev->active) {
+        (void) ngx_add_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_del_read(void *data)
+{
+    ngx_http_redis_ratelimit_node_t  *node = data;
+
+    ngx_event_t  *rev;
+
+    rev = node->connection->read;
+
+    if (!ngx_http_redis_ratelimit_edge() && rev->active) {
+        (void) ngx_del_event(rev, NGX_READ_EVENT, 0);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_add_write(void *data)
+{
+    ngx_http_redis_ratelimit_node_t  *node = data;
+
+    ngx_event_t  *wev;
+
+    node->writing = 1;
+    wev = node->connection->write;
+
+    if (!ngx_http_redis_ratelimit_edge()) {
+        if (!wev->active) {
+            (void) ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
+        }
+
+        return;
+    }
+
+    /*
+     * The socket was writable at the last edge, so no new edge will come:
+     * write at the end of this loop iteration, together with every command
+     * queued until then (pipelining).
+     */
+
+    if (wev->ready && !wev->posted) {
+        ngx_post_event(wev, &ngx_posted_events);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_del_write(void *data)
+{
+    ngx_http_redis_ratelimit_node_t  *node = data;
+
+    ngx_event_t  *wev;
+
+    node->writing = 0;
+    wev = node->connection->write;
+
+    if (!ngx_http_redis_ratelimit_edge() && wev->active) {
+        (void) ngx_del_event(wev, NGX_WRITE_EVENT, 0);
+    }
+}
+
+
+/* the context is being freed: once, whatever frees it */
+
+static void
+ngx_http_redis_ratelimit_cleanup(void *data)
+{
+    ngx_http_redis_ratelimit_node_t  *node = data;
+
+    ngx_connection_t   *c;
+    redisAsyncContext  *ac;
+
+    c = node->connection;
+    ac = node->ac;
+
+    if (c == NULL) {
+        return;
+    }
+
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+
+    /* hiredis closes the fd right after this: no epoll_ctl() needed */
+
+    if (ngx_del_conn) {
+        (void) ngx_del_conn(c, NGX_CLOSE_EVENT);
+
+    } else {
+        if (c->read->active) {
+            (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
+        }
+
+        if (c->write->active) {
+            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
+        }
+    }
+
+    ngx_free_connection(c);
+    c->fd = (ngx_socket_t) -1;
+
+    ac->ev.data = NULL;
+    node->ac = NULL;
+    node->connection = NULL;
+    node->writing = 0;
+
+    node->closed(node, node->count.unsolicited ? "a reply no command awaits"
+                       : ac->errstr[0] ? ac->errstr : "closed");
+}
+
+
+static void
+ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev)
+{
+    int                               n;
+    ngx_connection_t                 *c;
+    ngx_http_redis_ratelimit_node_t  *node;
+
+    c = rev->data;
+    node = c->data;
+
+    node->last_read = ngx_current_msec;
+
+    for ( ;; ) {
+        /* may free the context: then the cleanup hook has nulled node->ac */
+        redisAsyncHandleRead(node->ac);
+
+        if (node->ac == NULL) {
+            return;
+        }
+
+        if (node->ac->c.reader->len > NGX_HTTP_REDIS_RATELIMIT_MAX_BUFFERED) {
+            ngx_http_redis_ratelimit_log_failure(node->log,
+                                     "redis_ratelimit: %V sent a reply of "
+                                     "over %uz bytes, reconnecting",
+                                     &node->name,
+                                     (size_t) node->ac->c.reader->len);
+            redisAsyncFree(node->ac);
+            return;
+        }
+
+        if (!ngx_http_redis_ratelimit_edge()) {
+            return;
+        }
+
+        /* edge-triggered: no new edge for data already queued */
+
+        if (ioctl(c->fd, FIONREAD, &n) == -1 || n == 0) {
+            break;
+        }
+    }
+
+    if (rev->pending_eof) {
+        /* the peer's FIN arrived with the last data: let hiredis see EOF */
+        redisAsyncHandleRead(node->ac);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev)
+{
+    size_t                            pending;
+    ngx_connection_t                 *c;
+    ngx_http_redis_ratelimit_node_t  *node;
+
+    c = wev->data;
+    node = c->data;
+
+    if (node->connected && !node->writing) {
+        return;
+    }
+
+    for ( ;; ) {
+        pending = sdslen(node->ac->c.obuf);
+
+        redisAsyncHandleWrite(node->ac);
+
+        if (node->ac == NULL || !ngx_http_redis_ratelimit_edge()
+            || !node->writing)
+        {
+            return;
+        }
+
+        if (sdslen(node->ac->c.obuf) == pending) {
+            /* the socket buffer is full: wait for the next edge */
+            wev->ready = 0;
+            return;
+        }
+    }
+}
+
+
+/* commands, and the replies they are owed */
+
+ngx_int_t
+ngx_http_redis_ratelimit_command(ngx_http_redis_ratelimit_node_t *node,
+    redisCallbackFn *fn, void *privdata, const char *format, ...)
+{
+    int      rc;
+    va_list  args;
+
+    if (node->ac == NULL) {
+        return NGX_ERROR;
+    }
+
+    va_start(args, format);
+    rc = redisvAsyncCommand(node->ac, fn, privdata, format, args);
+    va_end(args);
+
+    if (rc != REDIS_OK) {
+        return NGX_ERROR;
+    }
+
+    rrl_reply_count_sent(&node->count);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_command_formatted(
+    ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
+    void *privdata, const char *command, size_t len)
+{
+    if (node->ac == NULL
+        || redisAsyncFormattedCommand(node->ac, fn, privdata, command, len)
+           != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rrl_reply_count_sent(&node->count);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_command_argv(ngx_http_redis_ratelimit_node_t *node,
+    redisCallbackFn *fn, void *privdata, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    if (node->ac == NULL
+        || redisAsyncCommandArgv(node->ac, fn, privdata, argc, argv, argvlen)
+           != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rrl_reply_count_sent(&node->count);
+
+    return NGX_OK;
+}
+
+
+/* NULL to the parser for a reply no command awaits: hiredis drops it */
+
+#define ngx_http_redis_ratelimit_solicited(task)                              \
+    rrl_reply_count_read(                                                     \
+        &((ngx_http_redis_ratelimit_node_t *) (task)->privdata)->count,       \
+        (task)->parent != NULL)
+
+
+static void *
+ngx_http_redis_ratelimit_create_string(const redisReadTask *task, char *str,
+    size_t len)
+{
+    return ngx_http_redis_ratelimit_solicited(task)
+           ? ngx_http_redis_ratelimit_hiredis_replies->createString(task, str,
+                                                                    len)
+           : NULL;
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_array(const redisReadTask *task, int elements)
+{
+    return ngx_http_redis_ratelimit_solicited(task)
+           ? ngx_http_redis_ratelimit_hiredis_replies->createArray(task,
+                                                                   elements)
+           : NULL;
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_integer(const redisReadTask *task,
+    long long value)
+{
+    return ngx_http_redis_ratelimit_solicited(task)
+           ? ngx_http_redis_ratelimit_hiredis_replies->createInteger(task,
+                                                                     value)
+           : NULL;
+}
+
+
+static void *
+ngx_http_redis_ratelimit_create_nil(const redisReadTask *task)
+{
+    return ngx_http_redis_ratelimit_solicited(task)
+           ? ngx_http_redis_ratelimit_hiredis_replies->createNil(task)
+           : NULL;
+}
+
+
+static void
+ngx_http_redis_ratelimit_free_object(void *obj)
+{
+    ngx_http_redis_ratelimit_hiredis_replies->freeObject(obj);
+}
+
+
+/* the core parses a reply as its own tree, built in pool */
+
+rrl_value_t *
+ngx_http_redis_ratelimit_value(ngx_pool_t *pool, redisReply *reply)
+{
+    size_t        i;
+    rrl_value_t  *v, *e;
+
+    v = ngx_pcalloc(pool, sizeof(rrl_value_t));
+    if (v == NULL) {
+        return NULL;
+    }
+
+    switch (reply->type) {
+
+    case REDIS_REPLY_STRING:
+        v->type = RRL_VALUE_STRING;
+        break;
+
+    case REDIS_REPLY_STATUS:
+        v->type = RRL_VALUE_STATUS;
+        break;
+
+    case REDIS_REPLY_ERROR:
+        v->type = RRL_VALUE_ERROR;
+        break;
+
+    case REDIS_REPLY_INTEGER:
+        v->type = RRL_VALUE_INTEGER;
+        v->integer = reply->integer;
+        return v;
+
+    case REDIS_REPLY_ARRAY:
+        v->type = RRL_VALUE_ARRAY;
+
+        if (reply->elements == 0) {
+            return v;
+        }
+
+        e = ngx_pcalloc(pool, reply->elements * sizeof(rrl_value_t));
+        if (e == NULL) {
+            return NULL;
+        }
+
+        for (i = 0; i < reply->elements; i++) {
+            v = ngx_http_redis_ratelimit_value(pool, reply->element[i]);
+            if (v == NULL) {
+                return NULL;
+            }
+
+            e[i] = *v;
+        }
+
+        v = ngx_pcalloc(pool, sizeof(rrl_value_t));
+        if (v == NULL) {
+            return NULL;
+        }
+
+        v->type = RRL_VALUE_ARRAY;
+        v->elements = e;
+        v->nelements = reply->elements;
+        return v;
+
+    default:
+        v->type = RRL_VALUE_NIL;
+        return v;
+    }
+
+    v->str = reply->str;
+    v->len = reply->len;
+
+    return v;
+}
