@@ -1,9 +1,8 @@
 
 /*
- * The hiredis async adapter on nginx's event loop: a node's context is
- * attached to an nginx connection; its commands and the replies they are
- * owed are counted; a reply is converted for the core. The node's owner
- * learns through node->closed that the context is gone.
+ * hiredis on nginx's event loop: a node's context on an nginx connection,
+ * its commands and the replies owed counted, replies converted for the
+ * core; node->closed learns that the context is gone.
  */
 
 
@@ -22,6 +21,15 @@
 #define ngx_http_redis_ratelimit_edge()                                       \
     (ngx_event_flags & NGX_USE_CLEAR_EVENT)
 
+#if (RRL_VALUE_STRING != REDIS_REPLY_STRING                                   \
+     || RRL_VALUE_NIL != REDIS_REPLY_NIL                                      \
+     || RRL_VALUE_ARRAY != REDIS_REPLY_ARRAY                                  \
+     || RRL_VALUE_ERROR != REDIS_REPLY_ERROR                                  \
+     || RRL_VALUE_INTEGER != REDIS_REPLY_INTEGER                              \
+     || RRL_VALUE_STATUS != REDIS_REPLY_STATUS)
+#error "the core's value types are no more hiredis' reply types"
+#endif
+
 
 static void ngx_http_redis_ratelimit_add_read(void *data);
 static void ngx_http_redis_ratelimit_del_read(void *data);
@@ -39,6 +47,8 @@ static void *ngx_http_redis_ratelimit_create_integer(
     const redisReadTask *task, long long value);
 static void *ngx_http_redis_ratelimit_create_nil(const redisReadTask *task);
 static void ngx_http_redis_ratelimit_free_object(void *obj);
+static ngx_int_t ngx_http_redis_ratelimit_fill(ngx_pool_t *pool,
+    rrl_value_t *v, redisReply *reply);
 
 
 /* hiredis' own reply constructors, wrapped to count replies */
@@ -58,11 +68,6 @@ ngx_http_redis_ratelimit_attach(ngx_http_redis_ratelimit_node_t *node,
     redisAsyncContext *ac, ngx_http_redis_ratelimit_closed_pt closed)
 {
     ngx_connection_t  *c;
-
-    if (ac->ev.data != NULL) {
-        /* never two event loops on one context */
-        return NGX_ERROR;
-    }
 
     c = ngx_get_connection(ac->c.fd, node->log);
     if (c == NULL) {
@@ -132,9 +137,7 @@ ngx_http_redis_ratelimit_add_read(void *data)
 {
     ngx_http_redis_ratelimit_node_t  *node = data;
 
-    ngx_event_t  *rev;
-
-    rev = node->connection->read;
+    ngx_event_t  *rev = node->connection->read;
 
     if (!ngx_http_redis_ratelimit_edge() && !rev->active) {
         (void) ngx_add_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT);
@@ -147,9 +150,7 @@ ngx_http_redis_ratelimit_del_read(void *data)
 {
     ngx_http_redis_ratelimit_node_t  *node = data;
 
-    ngx_event_t  *rev;
-
-    rev = node->connection->read;
+    ngx_event_t  *rev = node->connection->read;
 
     if (!ngx_http_redis_ratelimit_edge() && rev->active) {
         (void) ngx_del_event(rev, NGX_READ_EVENT, 0);
@@ -162,10 +163,9 @@ ngx_http_redis_ratelimit_add_write(void *data)
 {
     ngx_http_redis_ratelimit_node_t  *node = data;
 
-    ngx_event_t  *wev;
+    ngx_event_t  *wev = node->connection->write;
 
     node->writing = 1;
-    wev = node->connection->write;
 
     if (!ngx_http_redis_ratelimit_edge()) {
         if (!wev->active) {
@@ -192,10 +192,9 @@ ngx_http_redis_ratelimit_del_write(void *data)
 {
     ngx_http_redis_ratelimit_node_t  *node = data;
 
-    ngx_event_t  *wev;
+    ngx_event_t  *wev = node->connection->write;
 
     node->writing = 0;
-    wev = node->connection->write;
 
     if (!ngx_http_redis_ratelimit_edge() && wev->active) {
         (void) ngx_del_event(wev, NGX_WRITE_EVENT, 0);
@@ -210,11 +209,8 @@ ngx_http_redis_ratelimit_cleanup(void *data)
 {
     ngx_http_redis_ratelimit_node_t  *node = data;
 
-    ngx_connection_t   *c;
-    redisAsyncContext  *ac;
-
-    c = node->connection;
-    ac = node->ac;
+    ngx_connection_t   *c = node->connection;
+    redisAsyncContext  *ac = node->ac;
 
     if (c == NULL) {
         return;
@@ -260,11 +256,8 @@ static void
 ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev)
 {
     int                               n;
-    ngx_connection_t                 *c;
-    ngx_http_redis_ratelimit_node_t  *node;
-
-    c = rev->data;
-    node = c->data;
+    ngx_connection_t                 *c = rev->data;
+    ngx_http_redis_ratelimit_node_t  *node = c->data;
 
     node->last_read = ngx_current_msec;
 
@@ -308,11 +301,8 @@ static void
 ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev)
 {
     size_t                            pending;
-    ngx_connection_t                 *c;
-    ngx_http_redis_ratelimit_node_t  *node;
-
-    c = wev->data;
-    node = c->data;
+    ngx_connection_t                 *c = wev->data;
+    ngx_http_redis_ratelimit_node_t  *node = c->data;
 
     if (node->connected && !node->writing) {
         return;
@@ -462,71 +452,52 @@ ngx_http_redis_ratelimit_free_object(void *obj)
 rrl_value_t *
 ngx_http_redis_ratelimit_value(ngx_pool_t *pool, redisReply *reply)
 {
-    size_t        i;
-    rrl_value_t  *v, *e;
+    rrl_value_t  *v;
 
     v = ngx_pcalloc(pool, sizeof(rrl_value_t));
-    if (v == NULL) {
+
+    if (v == NULL || ngx_http_redis_ratelimit_fill(pool, v, reply) != NGX_OK) {
         return NULL;
     }
 
-    switch (reply->type) {
+    return v;
+}
 
-    case REDIS_REPLY_STRING:
-        v->type = RRL_VALUE_STRING;
-        break;
 
-    case REDIS_REPLY_STATUS:
-        v->type = RRL_VALUE_STATUS;
-        break;
+static ngx_int_t
+ngx_http_redis_ratelimit_fill(ngx_pool_t *pool, rrl_value_t *v,
+    redisReply *reply)
+{
+    size_t        i;
+    rrl_value_t  *e;
 
-    case REDIS_REPLY_ERROR:
-        v->type = RRL_VALUE_ERROR;
-        break;
-
-    case REDIS_REPLY_INTEGER:
-        v->type = RRL_VALUE_INTEGER;
-        v->integer = reply->integer;
-        return v;
-
-    case REDIS_REPLY_ARRAY:
-        v->type = RRL_VALUE_ARRAY;
-
-        if (reply->elements == 0) {
-            return v;
-        }
-
-        e = ngx_pcalloc(pool, reply->elements * sizeof(rrl_value_t));
-        if (e == NULL) {
-            return NULL;
-        }
-
-        for (i = 0; i < reply->elements; i++) {
-            v = ngx_http_redis_ratelimit_value(pool, reply->element[i]);
-            if (v == NULL) {
-                return NULL;
-            }
-
-            e[i] = *v;
-        }
-
-        v = ngx_pcalloc(pool, sizeof(rrl_value_t));
-        if (v == NULL) {
-            return NULL;
-        }
-
-        v->type = RRL_VALUE_ARRAY;
-        v->elements = e;
-        v->nelements = reply->elements;
-        return v;
-
-    default:
-        v->type = RRL_VALUE_NIL;
-        return v;
-    }
-
+    /* hiredis zeroes what a type does not use */
+    v->type = (reply->type >= REDIS_REPLY_STRING
+               && reply->type <= REDIS_REPLY_ERROR)
+              ? reply->type : RRL_VALUE_NIL;
+    v->integer = reply->integer;
     v->str = reply->str;
     v->len = reply->len;
 
-    return v;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
+        return NGX_OK;
+    }
+
+    e = ngx_pcalloc(pool, reply->elements * sizeof(rrl_value_t));
+    if (e == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < reply->elements; i++) {
+        if (ngx_http_redis_ratelimit_fill(pool, &e[i], reply->element[i])
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    v->elements = e;
+    v->nelements = reply->elements;
+
+    return NGX_OK;
 }

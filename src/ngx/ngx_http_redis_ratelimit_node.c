@@ -42,8 +42,7 @@ static void ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac,
     int status);
 static void ngx_http_redis_ratelimit_closed(
     ngx_http_redis_ratelimit_node_t *node, const char *reason);
-static void ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_connect_timeout_handler(ngx_event_t *ev);
+static void ngx_http_redis_ratelimit_timer_handler(ngx_event_t *ev);
 
 
 static ngx_http_redis_ratelimit_nodes_t  ngx_http_redis_ratelimit_nodes;
@@ -198,13 +197,12 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     node->role = role;
     node->log = ns->log;
 
-    node->connect_timer.handler =
-                              ngx_http_redis_ratelimit_connect_timeout_handler;
+    node->connect_timer.handler = ngx_http_redis_ratelimit_timer_handler;
     node->connect_timer.data = node;
     node->connect_timer.log = ns->log;
     node->connect_timer.cancelable = 1;
 
-    node->reconnect_timer.handler = ngx_http_redis_ratelimit_reconnect_handler;
+    node->reconnect_timer.handler = ngx_http_redis_ratelimit_timer_handler;
     node->reconnect_timer.data = node;
     node->reconnect_timer.log = ns->log;
     node->reconnect_timer.cancelable = 1;
@@ -486,21 +484,20 @@ ngx_http_redis_ratelimit_closed(ngx_http_redis_ratelimit_node_t *node,
 }
 
 
+/* the reconnect timer connects again; the connect timer gives up */
+
 static void
-ngx_http_redis_ratelimit_reconnect_handler(ngx_event_t *ev)
+ngx_http_redis_ratelimit_timer_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_node_t  *node = ev->data;
 
-    if (node->reconnect) {
-        ngx_http_redis_ratelimit_node_connect(node);
+    if (ev == &node->reconnect_timer) {
+        if (node->reconnect) {
+            ngx_http_redis_ratelimit_node_connect(node);
+        }
+
+        return;
     }
-}
-
-
-static void
-ngx_http_redis_ratelimit_connect_timeout_handler(ngx_event_t *ev)
-{
-    ngx_http_redis_ratelimit_node_t  *node = ev->data;
 
     ngx_http_redis_ratelimit_log_failure(node->log,
                                      "redis_ratelimit: connecting to %V "
