@@ -11,7 +11,7 @@
 
 #include <sys/ioctl.h>
 
-#include "ngx_http_redis_ratelimit_link.h"
+#include "ngx_http_redis_ratelimit_node.h"
 
 
 /* our replies are a few hundred bytes: more buffered is a broken server */

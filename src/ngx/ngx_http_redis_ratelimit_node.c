@@ -10,7 +10,7 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_redis_ratelimit_link.h"
+#include "ngx_http_redis_ratelimit_node.h"
 #include "rrl_backoff.h"
 #include "rrl_handshake.h"
 
