@@ -15,7 +15,7 @@
 #include "rrl_handshake.h"
 
 
-/* a worker's nodes at most, and the name room of each: any host Redis names */
+/* a worker's nodes at most; the room of each for any address's names */
 #define NGX_HTTP_REDIS_RATELIMIT_MAX_NODES  1024
 #define NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM                                    \
     (2 * RRL_HOST_MAX + sizeof("unix::65535"))
@@ -32,8 +32,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_nodes_t;
 
 
-static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_node_unused(
-    size_t room);
 static void ngx_http_redis_ratelimit_setup(
     ngx_http_redis_ratelimit_node_t *node, int step);
 static void ngx_http_redis_ratelimit_setup_reply(redisAsyncContext *ac,
@@ -113,17 +111,24 @@ ngx_http_redis_ratelimit_node_t *
 ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     in_port_t port, u_char *unix_path)
 {
-    u_char                            *p;
-    size_t                             len, room;
+    u_char                            *p, *addr;
+    size_t                             len;
     ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_node_t   *node;
+    ngx_http_redis_ratelimit_node_t   *node, *unused;
     ngx_http_redis_ratelimit_nodes_t  *ns = &ngx_http_redis_ratelimit_nodes;
 
-    if (unix_path == NULL && !ngx_http_redis_ratelimit_numeric((char *) host))
+    addr = unix_path ? unix_path : host;
+    len = ngx_strlen(addr);
+
+    if (len >= RRL_HOST_MAX
+        || (unix_path == NULL
+            && !ngx_http_redis_ratelimit_numeric((char *) host)))
     {
         /* hiredis would resolve a name, blocking the worker */
         return NULL;
     }
+
+    unused = NULL;
 
     for (q = ngx_queue_head(ns->nodes);
          q != ngx_queue_sentinel(ns->nodes);
@@ -131,40 +136,42 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
 
-        if (node->role == role
-            && (unix_path ? node->unix_path
-                            && ngx_strcmp(node->unix_path, unix_path) == 0
-                          : node->unix_path == NULL && node->port == port
-                            && ngx_strcmp(node->host, host) == 0))
+        if (node->role == role && (node->unix_path == NULL) == !unix_path
+            && (unix_path || node->port == port)
+            && ngx_strcmp((node->unix_path ? node->unix_path : node->host),
+                          addr) == 0)
         {
             return node;
         }
+
+        /* one nothing uses or points to: a primary is in use, or mapped */
+
+        if (unused == NULL && node->role == NGX_HTTP_REDIS_RATELIMIT_DATA
+            && node->ac == NULL && !node->reconnect && !node->mapped
+            && node->in_flight == 0 && node->batches == 0
+            && !node->connect_timer.timer_set
+            && !node->reconnect_timer.timer_set)
+        {
+            unused = node;
+        }
     }
 
-    len = ngx_strlen((char *) (unix_path ? unix_path : host));
-    room = 2 * len + 1 + sizeof("unix::65535");
-
-    node = ngx_http_redis_ratelimit_node_unused(room);
+    node = unused;
 
     if (node) {
         ngx_queue_remove(&node->queue);
-        room = node->room;
 
-    } else {
-        if (ns->nnodes >= NGX_HTTP_REDIS_RATELIMIT_MAX_NODES) {
-            ngx_http_redis_ratelimit_log_failure(ns->log,
+    } else if (ns->nnodes >= NGX_HTTP_REDIS_RATELIMIT_MAX_NODES) {
+        ngx_http_redis_ratelimit_log_failure(ns->log,
                                      "redis_ratelimit: %ui addresses in use, "
                                      "none idle: %s:%d is not connected",
-                                     ns->nnodes, unix_path ? unix_path : host,
-                                     (int) port);
-            return NULL;
-        }
+                                     ns->nnodes, addr, (int) port);
+        return NULL;
 
-        /* room for any address from Redis: the node may serve another */
-        room = ngx_max(room, NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM);
-
-        node = ngx_alloc(sizeof(ngx_http_redis_ratelimit_node_t) + room,
-                         ns->log);
+    } else {
+        /* room for any address: the node may serve another */
+        node = ngx_alloc(sizeof(ngx_http_redis_ratelimit_node_t)
+                         + NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM, ns->log);
         if (node == NULL) {
             return NULL;
         }
@@ -172,8 +179,8 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
         ns->nnodes++;
     }
 
-    ngx_memzero(node, sizeof(ngx_http_redis_ratelimit_node_t) + room);
-    node->room = room;
+    ngx_memzero(node, sizeof(ngx_http_redis_ratelimit_node_t)
+                      + NGX_HTTP_REDIS_RATELIMIT_NODE_ROOM);
 
     rrl_breaker_init(&node->breaker, ns->conf->max_failures,
                      (int64_t) ns->conf->cooldown);
@@ -201,48 +208,11 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     node->connect_timer.data = node;
     node->connect_timer.log = ns->log;
     node->connect_timer.cancelable = 1;
-
-    node->reconnect_timer.handler = ngx_http_redis_ratelimit_timer_handler;
-    node->reconnect_timer.data = node;
-    node->reconnect_timer.log = ns->log;
-    node->reconnect_timer.cancelable = 1;
+    node->reconnect_timer = node->connect_timer;
 
     ngx_queue_insert_tail(ns->nodes, &node->queue);
 
     return node;
-}
-
-
-/*
- * a node of a Redis that nothing uses or points to, with room enough (the
- * link's primary is in use; a Cluster's primaries are mapped)
- */
-
-static ngx_http_redis_ratelimit_node_t *
-ngx_http_redis_ratelimit_node_unused(size_t room)
-{
-    ngx_queue_t                      *q, *nodes;
-    ngx_http_redis_ratelimit_node_t  *node;
-
-    nodes = ngx_http_redis_ratelimit_nodes.nodes;
-
-    for (q = ngx_queue_head(nodes);
-         q != ngx_queue_sentinel(nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-
-        if (node->role == NGX_HTTP_REDIS_RATELIMIT_DATA
-            && node->ac == NULL && !node->reconnect && !node->mapped
-            && node->in_flight == 0 && node->batches == 0
-            && !node->connect_timer.timer_set
-            && !node->reconnect_timer.timer_set && node->room >= room)
-        {
-            return node;
-        }
-    }
-
-    return NULL;
 }
 
 

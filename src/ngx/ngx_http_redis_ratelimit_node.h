@@ -57,7 +57,6 @@ struct ngx_http_redis_ratelimit_node_s {
 
     ngx_uint_t                   in_flight;   /* calls hiredis holds */
     ngx_uint_t                   batches;     /* open batches for it */
-    size_t                       room;        /* for its names, after it */
     ngx_msec_t                   last_read;
 
     rrl_reply_count_t            count;       /* commands and replies */
