@@ -39,6 +39,8 @@ static void ngx_http_redis_ratelimit_cleanup(void *data);
 static void ngx_http_redis_ratelimit_read_handler(ngx_event_t *rev);
 static void ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev);
 
+static ngx_int_t ngx_http_redis_ratelimit_sent(
+    ngx_http_redis_ratelimit_node_t *node, int rc);
 static void *ngx_http_redis_ratelimit_create_string(const redisReadTask *task,
     char *str, size_t len);
 static void *ngx_http_redis_ratelimit_create_array(const redisReadTask *task,
@@ -328,7 +330,7 @@ ngx_http_redis_ratelimit_write_handler(ngx_event_t *wev)
 }
 
 
-/* commands, and the replies they are owed */
+/* commands, each owed a reply */
 
 ngx_int_t
 ngx_http_redis_ratelimit_command(ngx_http_redis_ratelimit_node_t *node,
@@ -345,13 +347,7 @@ ngx_http_redis_ratelimit_command(ngx_http_redis_ratelimit_node_t *node,
     rc = redisvAsyncCommand(node->ac, fn, privdata, format, args);
     va_end(args);
 
-    if (rc != REDIS_OK) {
-        return NGX_ERROR;
-    }
-
-    rrl_reply_count_sent(&node->count);
-
-    return NGX_OK;
+    return ngx_http_redis_ratelimit_sent(node, rc);
 }
 
 
@@ -360,16 +356,9 @@ ngx_http_redis_ratelimit_command_formatted(
     ngx_http_redis_ratelimit_node_t *node, redisCallbackFn *fn,
     void *privdata, const char *command, size_t len)
 {
-    if (node->ac == NULL
-        || redisAsyncFormattedCommand(node->ac, fn, privdata, command, len)
-           != REDIS_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    rrl_reply_count_sent(&node->count);
-
-    return NGX_OK;
+    return ngx_http_redis_ratelimit_sent(node, node->ac == NULL ? REDIS_ERR
+                   : redisAsyncFormattedCommand(node->ac, fn, privdata,
+                                                command, len));
 }
 
 
@@ -378,10 +367,16 @@ ngx_http_redis_ratelimit_command_argv(ngx_http_redis_ratelimit_node_t *node,
     redisCallbackFn *fn, void *privdata, int argc, const char **argv,
     const size_t *argvlen)
 {
-    if (node->ac == NULL
-        || redisAsyncCommandArgv(node->ac, fn, privdata, argc, argv, argvlen)
-           != REDIS_OK)
-    {
+    return ngx_http_redis_ratelimit_sent(node, node->ac == NULL ? REDIS_ERR
+                   : redisAsyncCommandArgv(node->ac, fn, privdata, argc, argv,
+                                           argvlen));
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_sent(ngx_http_redis_ratelimit_node_t *node, int rc)
+{
+    if (rc != REDIS_OK) {
         return NGX_ERROR;
     }
 
