@@ -48,7 +48,6 @@ static void *ngx_http_redis_ratelimit_create_array(const redisReadTask *task,
 static void *ngx_http_redis_ratelimit_create_integer(
     const redisReadTask *task, long long value);
 static void *ngx_http_redis_ratelimit_create_nil(const redisReadTask *task);
-static void ngx_http_redis_ratelimit_free_object(void *obj);
 static ngx_int_t ngx_http_redis_ratelimit_fill(ngx_pool_t *pool,
     rrl_value_t *v, redisReply *reply);
 
@@ -61,7 +60,7 @@ static redisReplyObjectFunctions  ngx_http_redis_ratelimit_replies = {
     ngx_http_redis_ratelimit_create_array,
     ngx_http_redis_ratelimit_create_integer,
     ngx_http_redis_ratelimit_create_nil,
-    ngx_http_redis_ratelimit_free_object
+    freeReplyObject                         /* hiredis' own, as theirs */
 };
 
 
@@ -432,13 +431,6 @@ ngx_http_redis_ratelimit_create_nil(const redisReadTask *task)
     return ngx_http_redis_ratelimit_solicited(task)
            ? ngx_http_redis_ratelimit_hiredis_replies->createNil(task)
            : NULL;
-}
-
-
-static void
-ngx_http_redis_ratelimit_free_object(void *obj)
-{
-    ngx_http_redis_ratelimit_hiredis_replies->freeObject(obj);
 }
 
 
