@@ -134,6 +134,8 @@ static void ngx_http_redis_ratelimit_merge(
     ngx_http_redis_ratelimit_call_t *call);
 static void ngx_http_redis_ratelimit_release(
     ngx_http_redis_ratelimit_call_t *call);
+static void ngx_http_redis_ratelimit_node_lost(
+    ngx_http_redis_ratelimit_node_t *node);
 
 
 ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
@@ -150,8 +152,8 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
 
     link->conf = rmcf;
     link->log = cycle->log;
-    link->edge = (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? 1 : 0;
-    ngx_queue_init(&link->nodes);
+    ngx_http_redis_ratelimit_node_init(rmcf, cycle->log, &link->nodes,
+                                       ngx_http_redis_ratelimit_node_lost);
     ngx_queue_init(&link->batches);
 
     link->flush.handler = ngx_http_redis_ratelimit_flush_handler;
@@ -186,8 +188,6 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
 void
 ngx_http_redis_ratelimit_link_exit(void)
 {
-    ngx_queue_t                      *q;
-    ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
     if (link->conf == NULL) {
@@ -202,18 +202,13 @@ ngx_http_redis_ratelimit_link_exit(void)
 
     ngx_http_redis_ratelimit_cluster_exit();
     ngx_http_redis_ratelimit_sentinel_exit();
-
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-        ngx_http_redis_ratelimit_node_close(node);
-    }
+    ngx_http_redis_ratelimit_node_exit();
 }
 
 
-void
+/* a node's connection is lost, or could not be made (node.c calls up) */
+
+static void
 ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node)
 {
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
