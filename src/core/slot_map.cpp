@@ -1,0 +1,42 @@
+#include "slot_map.hpp"
+
+#include <unordered_set>
+
+namespace rrl {
+
+SlotMap::SlotMap() : slots_(RRL_CLUSTER_SLOTS, nullptr) {}
+
+void* SlotMap::node(unsigned slot) const {
+    return slot < slots_.size() ? slots_[slot] : nullptr;
+}
+
+void SlotMap::set(unsigned slot, void* node) {
+    if (slot < slots_.size()) slots_[slot] = node;
+}
+
+std::optional<SlotMap::Summary> SlotMap::replace(const rrl_slot_range_t* ranges,
+                                                 void* const* nodes,
+                                                 std::size_t n) {
+    for (std::size_t i = 0; i < n; i++) {
+        if (ranges[i].start > ranges[i].end ||
+            ranges[i].end >= RRL_CLUSTER_SLOTS) {
+            return std::nullopt;
+        }
+    }
+    std::vector<void*> slots(RRL_CLUSTER_SLOTS, nullptr);
+    std::unordered_set<void*> primaries;
+    Summary summary{0, 0};
+    for (std::size_t i = 0; i < n; i++) {
+        if (nodes[i] == nullptr) continue;
+        primaries.insert(nodes[i]);
+        for (unsigned s = ranges[i].start; s <= ranges[i].end; s++) {
+            slots[s] = nodes[i];
+        }
+        summary.covered += ranges[i].end - ranges[i].start + 1;
+    }
+    summary.primaries = primaries.size();
+    slots_.swap(slots);
+    return summary;
+}
+
+}  // namespace rrl
