@@ -12,6 +12,8 @@
 #include <ngx_core.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
+#include "rrl_refresher.h"
+#include "rrl_slot_map.h"
 
 
 /* refreshes at most this often: a burst of MOVED replies asks once */
@@ -20,24 +22,22 @@
 
 
 typedef struct {
-    ngx_event_t                  timer;       /* a timeout, or a delay */
-    uintptr_t                    generation;  /* of the refresh awaited */
-    ngx_uint_t                   next_seed;
-    ngx_msec_t                   last;        /* when the last one was sent */
-    ngx_uint_t                   failures;    /* in a row */
+    ngx_event_t                  timer;       /* the refresher's */
+    rrl_refresher_t              refresher;   /* when to ask, which seed */
+    rrl_slot_map_t              *map;         /* each slot's primary */
     ngx_http_redis_ratelimit_node_t  *asked;
-    unsigned                     refreshing:1; /* CLUSTER SLOTS is out */
-    unsigned                     again:1;     /* wanted while one was out */
 } ngx_http_redis_ratelimit_cluster_t;
 
 
-static void ngx_http_redis_ratelimit_cluster_send(void);
+static int ngx_http_redis_ratelimit_cluster_send(void *data,
+    uint64_t generation);
+static void ngx_http_redis_ratelimit_cluster_timer(void *data, uint64_t ms);
 static void ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
 static ngx_int_t ngx_http_redis_ratelimit_cluster_apply(
-    rrl_slot_range_t *ranges, size_t n, ngx_http_redis_ratelimit_node_t *asked);
-static void ngx_http_redis_ratelimit_cluster_retry(void);
+    rrl_slot_range_t *ranges, size_t n, ngx_http_redis_ratelimit_node_t *asked,
+    ngx_pool_t *pool);
 
 
 static ngx_http_redis_ratelimit_cluster_t  ngx_http_redis_ratelimit_cluster;
@@ -46,20 +46,33 @@ static ngx_http_redis_ratelimit_cluster_t  ngx_http_redis_ratelimit_cluster;
 ngx_int_t
 ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle)
 {
-    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
+    rrl_refresher_conf_t                   conf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+    ngx_http_redis_ratelimit_cluster_t    *cl;
+
+    cl = &ngx_http_redis_ratelimit_cluster;
+    rmcf = ngx_http_redis_ratelimit_link.conf;
 
     ngx_memzero(cl, sizeof(ngx_http_redis_ratelimit_cluster_t));
+    ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
 
     cl->timer.handler = ngx_http_redis_ratelimit_cluster_timer_handler;
     cl->timer.data = cl;
     cl->timer.log = cycle->log;
     cl->timer.cancelable = 1;
 
-    link->slots = ngx_calloc(RRL_CLUSTER_SLOTS
-                             * sizeof(ngx_http_redis_ratelimit_node_t *),
-                             cycle->log);
-    if (link->slots == NULL) {
+    /* two failures in a row are retried quickly, then slower */
+    conf.min_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN;
+    conf.retry_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY;
+    conf.quick = 2;
+    conf.timeout_ms = rmcf->connect_timeout + rmcf->timeout;
+    conf.send = ngx_http_redis_ratelimit_cluster_send;
+    conf.timer = ngx_http_redis_ratelimit_cluster_timer;
+
+    rrl_refresher_init(&cl->refresher, &conf);
+
+    cl->map = rrl_slot_map_create();
+    if (cl->map == NULL) {
         return NGX_ERROR;
     }
 
@@ -72,23 +85,43 @@ ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle)
 void
 ngx_http_redis_ratelimit_cluster_exit(void)
 {
+    rrl_refresher_stop(&ngx_http_redis_ratelimit_cluster.refresher);
+}
+
+
+/* the primary of a slot; NULL (and the map is refreshed): none known */
+
+ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_cluster_node(ngx_uint_t slot)
+{
+    ngx_http_redis_ratelimit_node_t     *node;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    if (cl->timer.timer_set) {
-        ngx_del_timer(&cl->timer);
+    node = cl->map ? rrl_slot_map_node(cl->map, slot) : NULL;
+
+    if (node == NULL) {
+        ngx_http_redis_ratelimit_cluster_refresh();
     }
 
-    cl->generation++;
-    cl->refreshing = 0;
+    return node;
+}
+
+
+/* MOVED: the slot has a new primary for good; the map is refreshed */
+
+void
+ngx_http_redis_ratelimit_cluster_moved(ngx_uint_t slot,
+    ngx_http_redis_ratelimit_node_t *node)
+{
+    rrl_slot_map_set(ngx_http_redis_ratelimit_cluster.map, slot, node);
+    ngx_http_redis_ratelimit_node_use(node, 1);
+    ngx_http_redis_ratelimit_cluster_refresh();
 }
 
 
 void
 ngx_http_redis_ratelimit_cluster_refresh(void)
 {
-    ngx_msec_t                           elapsed;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-
     if (ngx_http_redis_ratelimit_link.conf->mode
         != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
         || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
@@ -98,90 +131,51 @@ ngx_http_redis_ratelimit_cluster_refresh(void)
         return;
     }
 
-    if (cl->refreshing) {
-        cl->again = 1;
-        return;
-    }
-
-    if (cl->timer.timer_set) {
-        /* one is due already */
-        return;
-    }
-
-    elapsed = ngx_current_msec - cl->last;
-
-    if (cl->last && elapsed < NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN) {
-        ngx_add_timer(&cl->timer,
-                      NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN - elapsed);
-        return;
-    }
-
-    ngx_http_redis_ratelimit_cluster_send();
+    rrl_refresher_want(&ngx_http_redis_ratelimit_cluster.refresher,
+                       (int64_t) ngx_current_msec);
 }
 
 
 /* asks a primary in use, the one after the last asked; else a seed */
 
-static void
-ngx_http_redis_ratelimit_cluster_send(void)
+static int
+ngx_http_redis_ratelimit_cluster_send(void *data, uint64_t generation)
 {
-    ngx_uint_t                            past;
-    ngx_queue_t                          *q;
-    ngx_http_redis_ratelimit_addr_t      *addr;
-    ngx_http_redis_ratelimit_node_t      *node, *first, *next;
-    ngx_http_redis_ratelimit_link_t      *link = &ngx_http_redis_ratelimit_link;
-    ngx_http_redis_ratelimit_cluster_t   *cl = &ngx_http_redis_ratelimit_cluster;
-    ngx_http_redis_ratelimit_main_conf_t *rmcf;
+    ngx_uint_t                           i;
+    ngx_queue_t                         *q;
+    ngx_http_redis_ratelimit_addr_t     *addr;
+    ngx_http_redis_ratelimit_node_t     *node;
+    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    rmcf = link->conf;
+    /* round the nodes from the one after the last asked, to it */
+    q = cl->asked ? &cl->asked->queue : ngx_queue_sentinel(&link->nodes);
+    node = NULL;
 
-    first = NULL;
-    next = NULL;
-    past = (cl->asked == NULL);
+    for (i = 0; i < link->nnodes && node == NULL; i++) {
+        q = ngx_queue_next(q);
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
+        if (q == ngx_queue_sentinel(&link->nodes)) {
+            q = ngx_queue_next(q);
+        }
+
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
 
-        if (node == cl->asked) {
-            past = 1;
-            continue;
-        }
-
         if (!node->mapped || !node->connected) {
-            continue;
+            node = NULL;
         }
-
-        if (first == NULL) {
-            first = node;
-        }
-
-        if (past) {
-            next = node;
-            break;
-        }
-    }
-
-    node = next ? next : first;
-
-    if (node == NULL && cl->asked && cl->asked->mapped
-        && cl->asked->connected)
-    {
-        node = cl->asked;
     }
 
     if (node == NULL) {
-        addr = rmcf->addrs.elts;
-        addr = &addr[cl->next_seed++ % rmcf->addrs.nelts];
+        addr = link->conf->addrs.elts;
+        addr = &addr[rrl_refresher_target(&cl->refresher,
+                                          link->conf->addrs.nelts, 1)];
 
         node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                                  addr->host, addr->port,
                                                  addr->unix_path);
         if (node == NULL) {
-            ngx_http_redis_ratelimit_cluster_retry();
-            return;
+            return RRL_ERROR;
         }
 
         /* a seed out of the map is closed once it has answered */
@@ -189,24 +183,34 @@ ngx_http_redis_ratelimit_cluster_send(void)
         ngx_http_redis_ratelimit_node_connect(node);
     }
 
-    cl->generation++;
-
     if (ngx_http_redis_ratelimit_command(node,
                                     ngx_http_redis_ratelimit_cluster_reply,
-                                    (void *) cl->generation, "CLUSTER SLOTS")
+                                    (void *) (uintptr_t) generation,
+                                    "CLUSTER SLOTS")
         != NGX_OK)
     {
-        ngx_http_redis_ratelimit_cluster_retry();
-        return;
+        return RRL_ERROR;
     }
 
     node->in_flight++;
-
     cl->asked = node;
-    cl->refreshing = 1;
-    cl->last = ngx_current_msec;
 
-    ngx_add_timer(&cl->timer, rmcf->connect_timeout + rmcf->timeout);
+    return RRL_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_cluster_timer(void *data, uint64_t ms)
+{
+    ngx_event_t  *timer = &ngx_http_redis_ratelimit_cluster.timer;
+
+    if (timer->timer_set) {
+        ngx_del_timer(timer);
+    }
+
+    if (ms) {
+        ngx_add_timer(timer, (ngx_msec_t) ms);
+    }
 }
 
 
@@ -215,7 +219,7 @@ ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_cluster_t  *cl = ev->data;
 
-    if (!cl->refreshing) {
+    if (!rrl_refresher_fired(&cl->refresher)) {
         /* the delay before the next refresh is over */
         ngx_http_redis_ratelimit_cluster_refresh();
         return;
@@ -225,31 +229,7 @@ ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev)
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
                                      "timed out", &cl->asked->name);
 
-    /* a late reply is ignored */
-    cl->generation++;
-    cl->refreshing = 0;
-
-    ngx_http_redis_ratelimit_cluster_retry();
-}
-
-
-static void
-ngx_http_redis_ratelimit_cluster_retry(void)
-{
-    ngx_msec_t                           delay;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-
-    if (ngx_http_redis_ratelimit_link.exiting || cl->timer.timer_set) {
-        return;
-    }
-
-    cl->failures++;
-    cl->again = 0;
-
-    delay = (cl->failures < 3) ? NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN
-                               : NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY;
-
-    ngx_add_timer(&cl->timer, delay);
+    rrl_refresher_failed(&cl->refresher);
 }
 
 
@@ -268,14 +248,8 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
 
     node->in_flight--;
 
-    if ((uintptr_t) privdata != cl->generation || !cl->refreshing) {
+    if (!rrl_refresher_answer(&cl->refresher, (uintptr_t) privdata)) {
         goto done;
-    }
-
-    cl->refreshing = 0;
-
-    if (cl->timer.timer_set) {
-        ngx_del_timer(&cl->timer);
     }
 
     if (rr == NULL || rr->type != REDIS_REPLY_ARRAY) {
@@ -306,7 +280,8 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
 
     if (value == NULL || ranges == NULL
         || rrl_cluster_slots_parse(value, ranges, max, &n) != RRL_OK
-        || ngx_http_redis_ratelimit_cluster_apply(ranges, n, node) != NGX_OK)
+        || ngx_http_redis_ratelimit_cluster_apply(ranges, n, node, pool)
+           != NGX_OK)
     {
         /* the core has logged what was wrong */
         ngx_destroy_pool(pool);
@@ -315,10 +290,7 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
 
     ngx_destroy_pool(pool);
 
-    cl->failures = 0;
-
-    if (cl->again) {
-        cl->again = 0;
+    if (rrl_refresher_answered(&cl->refresher)) {
         ngx_http_redis_ratelimit_cluster_refresh();
     }
 
@@ -326,7 +298,7 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
 
 failed:
 
-    ngx_http_redis_ratelimit_cluster_retry();
+    rrl_refresher_failed(&cl->refresher);
 
 done:
 
@@ -341,18 +313,17 @@ done:
 
 static ngx_int_t
 ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
-    ngx_http_redis_ratelimit_node_t *asked)
+    ngx_http_redis_ratelimit_node_t *asked, ngx_pool_t *pool)
 {
-    size_t                             i;
-    u_char                            *host;
-    ngx_uint_t                         s, covered, primaries;
-    ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_node_t   *node, **slots;
-    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+    size_t                               i, covered, primaries;
+    u_char                              *host;
+    ngx_queue_t                         *q;
+    ngx_http_redis_ratelimit_node_t     *node, **nodes;
+    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    slots = ngx_calloc(RRL_CLUSTER_SLOTS
-                       * sizeof(ngx_http_redis_ratelimit_node_t *), link->log);
-    if (slots == NULL) {
+    nodes = ngx_palloc(pool, (n ? n : 1) * sizeof(void *));
+    if (nodes == NULL) {
         return NGX_ERROR;
     }
 
@@ -364,10 +335,8 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         node->mapped = 0;
     }
 
-    covered = 0;
-    primaries = 0;
-
     for (i = 0; i < n; i++) {
+        nodes[i] = NULL;
 
         /* "": the node asked (Redis does not know its own address) */
         host = ranges[i].host[0] ? (u_char *) ranges[i].host : asked->host;
@@ -385,29 +354,23 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
             continue;
         }
 
-        node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
-                                                 host,
-                                                 (in_port_t) ranges[i].port,
-                                                 NULL);
-        if (node == NULL) {
-            ngx_free(slots);
+        nodes[i] = ngx_http_redis_ratelimit_node_get(
+                                             NGX_HTTP_REDIS_RATELIMIT_DATA,
+                                             host, (in_port_t) ranges[i].port,
+                                             NULL);
+        if (nodes[i] == NULL) {
             return NGX_ERROR;
         }
 
-        if (!node->mapped) {
-            node->mapped = 1;
-            primaries++;
-        }
-
-        for (s = ranges[i].start; s <= ranges[i].end; s++) {
-            slots[s] = node;
-        }
-
-        covered += ranges[i].end - ranges[i].start + 1;
+        nodes[i]->mapped = 1;
     }
 
-    ngx_free(link->slots);
-    link->slots = slots;
+    if (rrl_slot_map_replace(cl->map, ranges, (void *const *) nodes, n,
+                             &covered, &primaries)
+        != RRL_OK)
+    {
+        return NGX_ERROR;
+    }
 
     for (q = ngx_queue_head(&link->nodes);
          q != ngx_queue_sentinel(&link->nodes);
@@ -429,8 +392,8 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
     }
 
     ngx_log_error(NGX_LOG_INFO, link->log, 0,
-                  "redis_ratelimit: cluster slot map from %V: %ui of %d "
-                  "slots on %ui primaries", &asked->name, covered,
+                  "redis_ratelimit: cluster slot map from %V: %uz of %d "
+                  "slots on %uz primaries", &asked->name, covered,
                   RRL_CLUSTER_SLOTS, primaries);
 
     return NGX_OK;

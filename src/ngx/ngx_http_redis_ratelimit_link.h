@@ -55,7 +55,7 @@ typedef struct {
     unsigned                     writing:1;   /* hiredis has output */
     unsigned                     reconnect:1; /* in use: reconnect if lost */
     unsigned                     used:1;      /* ever routed to */
-    unsigned                     mapped:1;    /* a primary in the slot map */
+    unsigned                     mapped:1;    /* a primary in the map */
 } ngx_http_redis_ratelimit_node_t;
 
 
@@ -70,11 +70,8 @@ typedef struct {
     unsigned                     edge:1;      /* edge-triggered events */
     unsigned                     exiting:1;
 
-    /* one server, or the primary a Sentinel names */
+    /* one server (Sentinel's and Cluster's are theirs) */
     ngx_http_redis_ratelimit_node_t   *primary;
-
-    /* Cluster: the primary of each slot, NULL where none is known */
-    ngx_http_redis_ratelimit_node_t  **slots;
 } ngx_http_redis_ratelimit_link_t;
 
 
@@ -121,11 +118,20 @@ void ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node);
 ngx_int_t ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle);
 void ngx_http_redis_ratelimit_cluster_refresh(void);
 void ngx_http_redis_ratelimit_cluster_exit(void);
+/* a slot's primary; NULL (a refresh is asked): none known */
+ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_cluster_node(
+    ngx_uint_t slot);
+/* MOVED: the slot's primary is node now */
+void ngx_http_redis_ratelimit_cluster_moved(ngx_uint_t slot,
+    ngx_http_redis_ratelimit_node_t *node);
 
 /* sentinel: which node is the primary */
 ngx_int_t ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle);
 void ngx_http_redis_ratelimit_sentinel_ask(void);
 void ngx_http_redis_ratelimit_sentinel_exit(void);
+/* the primary named last; NULL: none yet */
+ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_sentinel_primary(
+    void);
 
 
 #endif /* _NGX_HTTP_REDIS_RATELIMIT_LINK_H_INCLUDED_ */
