@@ -26,6 +26,9 @@ typedef struct {
     rrl_refresher_t              refresher;   /* when to ask, which seed */
     rrl_slot_map_t              *map;         /* each slot's primary */
     ngx_http_redis_ratelimit_node_t  *asked;
+    ngx_queue_t                 *nodes;       /* the link's */
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
+    ngx_log_t                   *log;
 } ngx_http_redis_ratelimit_cluster_t;
 
 
@@ -44,17 +47,18 @@ static ngx_http_redis_ratelimit_cluster_t  ngx_http_redis_ratelimit_cluster;
 
 
 ngx_int_t
-ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle)
+ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_queue_t *nodes)
 {
-    rrl_refresher_conf_t                   conf;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
-    ngx_http_redis_ratelimit_cluster_t    *cl;
-
-    cl = &ngx_http_redis_ratelimit_cluster;
-    rmcf = ngx_http_redis_ratelimit_link.conf;
+    rrl_refresher_conf_t                 conf;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     ngx_memzero(cl, sizeof(ngx_http_redis_ratelimit_cluster_t));
     ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
+
+    cl->nodes = nodes;
+    cl->conf = rmcf;
+    cl->log = cycle->log;
 
     cl->timer.handler = ngx_http_redis_ratelimit_cluster_timer_handler;
     cl->timer.data = cl;
@@ -122,10 +126,8 @@ ngx_http_redis_ratelimit_cluster_moved(ngx_uint_t slot,
 void
 ngx_http_redis_ratelimit_cluster_refresh(void)
 {
-    if (ngx_http_redis_ratelimit_link.conf->mode
-        != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
-        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
-        || ngx_terminate)
+    if (ngx_http_redis_ratelimit_cluster.map == NULL || ngx_exiting
+        || ngx_quit || ngx_terminate)
     {
         /* a single Redis may answer MOVED too: it is no cluster of ours */
         return;
@@ -141,35 +143,37 @@ ngx_http_redis_ratelimit_cluster_refresh(void)
 static int
 ngx_http_redis_ratelimit_cluster_send(void *data, uint64_t generation)
 {
-    ngx_uint_t                           i;
-    ngx_queue_t                         *q;
+    ngx_queue_t                         *q, *start;
     ngx_http_redis_ratelimit_addr_t     *addr;
     ngx_http_redis_ratelimit_node_t     *node;
-    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     /* round the nodes from the one after the last asked, to it */
-    q = cl->asked ? &cl->asked->queue : ngx_queue_sentinel(&link->nodes);
+    start = cl->asked ? &cl->asked->queue : ngx_queue_sentinel(cl->nodes);
+    q = start;
     node = NULL;
 
-    for (i = 0; i < link->nnodes && node == NULL; i++) {
+    do {
         q = ngx_queue_next(q);
 
-        if (q == ngx_queue_sentinel(&link->nodes)) {
-            q = ngx_queue_next(q);
+        if (q == ngx_queue_sentinel(cl->nodes)) {
+            continue;
         }
 
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
 
-        if (!node->mapped || !node->connected) {
-            node = NULL;
+        if (node->mapped && node->connected) {
+            break;
         }
-    }
+
+        node = NULL;
+
+    } while (q != start);
 
     if (node == NULL) {
-        addr = link->conf->addrs.elts;
+        addr = cl->conf->addrs.elts;
         addr = &addr[rrl_refresher_target(&cl->refresher,
-                                          link->conf->addrs.nelts, 1)];
+                                          cl->conf->addrs.nelts, 1)];
 
         node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                                  addr->host, addr->port,
@@ -319,7 +323,6 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
     u_char                              *host;
     ngx_queue_t                         *q;
     ngx_http_redis_ratelimit_node_t     *node, **nodes;
-    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     nodes = ngx_palloc(pool, (n ? n : 1) * sizeof(void *));
@@ -327,8 +330,8 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         return NGX_ERROR;
     }
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
+    for (q = ngx_queue_head(cl->nodes);
+         q != ngx_queue_sentinel(cl->nodes);
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
@@ -344,7 +347,7 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         if (host == NULL
             || !ngx_http_redis_ratelimit_numeric((char *) host))
         {
-            ngx_http_redis_ratelimit_log_failure(link->log,
+            ngx_http_redis_ratelimit_log_failure(cl->log,
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
                                      "names a primary by \"%s\", not by a "
                                      "numeric address: slots %ud-%ud are "
@@ -372,8 +375,8 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         return NGX_ERROR;
     }
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
+    for (q = ngx_queue_head(cl->nodes);
+         q != ngx_queue_sentinel(cl->nodes);
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
@@ -391,7 +394,7 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         }
     }
 
-    ngx_log_error(NGX_LOG_INFO, link->log, 0,
+    ngx_log_error(NGX_LOG_INFO, cl->log, 0,
                   "redis_ratelimit: cluster slot map from %V: %uz of %d "
                   "slots on %uz primaries", &asked->name, covered,
                   RRL_CLUSTER_SLOTS, primaries);

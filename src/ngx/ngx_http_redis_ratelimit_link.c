@@ -88,7 +88,7 @@ struct ngx_http_redis_ratelimit_call_s {
 };
 
 
-static void ngx_http_redis_ratelimit_gauges(rrl_metrics_t *m);
+static void ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m);
 static ngx_int_t ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call);
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
@@ -160,15 +160,16 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     link->flush.log = cycle->log;
 
     /* metrics: this worker's gauges */
-    ngx_http_redis_ratelimit_metrics_gauges(ngx_http_redis_ratelimit_gauges);
+    ngx_http_redis_ratelimit_metrics_gauges(
+                                         ngx_http_redis_ratelimit_link_gauges);
 
     switch (rmcf->mode) {
 
     case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
-        return ngx_http_redis_ratelimit_cluster_init(cycle);
+        return ngx_http_redis_ratelimit_cluster_init(cycle, rmcf, &link->nodes);
 
     case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
-        return ngx_http_redis_ratelimit_sentinel_init(cycle);
+        return ngx_http_redis_ratelimit_sentinel_init(cycle, rmcf);
 
     default:
         addr = rmcf->addrs.elts;
@@ -221,7 +222,7 @@ ngx_http_redis_ratelimit_link_exit(void)
 /* this worker's gauges: parked requests, and its nodes of limits in use */
 
 static void
-ngx_http_redis_ratelimit_gauges(rrl_metrics_t *m)
+ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m)
 {
     ngx_queue_t                      *q;
     ngx_http_redis_ratelimit_node_t  *node;

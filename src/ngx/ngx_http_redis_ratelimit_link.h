@@ -115,7 +115,8 @@ rrl_value_t *ngx_http_redis_ratelimit_value(ngx_pool_t *pool,
 void ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node);
 
 /* cluster: the slot map */
-ngx_int_t ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_queue_t *nodes);
 void ngx_http_redis_ratelimit_cluster_refresh(void);
 void ngx_http_redis_ratelimit_cluster_exit(void);
 /* a slot's primary; NULL (a refresh is asked): none known */
@@ -126,7 +127,8 @@ void ngx_http_redis_ratelimit_cluster_moved(ngx_uint_t slot,
     ngx_http_redis_ratelimit_node_t *node);
 
 /* sentinel: which node is the primary */
-ngx_int_t ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf);
 void ngx_http_redis_ratelimit_sentinel_ask(void);
 void ngx_http_redis_ratelimit_sentinel_exit(void);
 /* the primary named last; NULL: none yet */

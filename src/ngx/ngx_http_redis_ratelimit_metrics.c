@@ -64,7 +64,8 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
 
 static ngx_event_t       ngx_http_redis_ratelimit_metrics_timer;
 /* fills this worker's gauges in: set by the link */
-static ngx_http_redis_ratelimit_gauges_pt  ngx_http_redis_ratelimit_gauges;
+static ngx_http_redis_ratelimit_gauges_pt
+                         ngx_http_redis_ratelimit_metrics_fill;
 /* what the timer's debug lines read as its connection */
 static ngx_connection_t  ngx_http_redis_ratelimit_metrics_dummy;
 /* the zone's tag: nginx refuses a name another zone uses */
@@ -275,7 +276,7 @@ void
 ngx_http_redis_ratelimit_metrics_gauges(
     ngx_http_redis_ratelimit_gauges_pt gauges)
 {
-    ngx_http_redis_ratelimit_gauges = gauges;
+    ngx_http_redis_ratelimit_metrics_fill = gauges;
 }
 
 
@@ -291,14 +292,14 @@ ngx_http_redis_ratelimit_metrics_publish(void)
 
     sh = ngx_http_redis_ratelimit_metrics_sh();
 
-    if (sh == NULL || ngx_http_redis_ratelimit_gauges == NULL
+    if (sh == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL
         || ngx_process_slot < 0 || ngx_process_slot >= NGX_MAX_PROCESSES)
     {
         return;
     }
 
     ngx_memzero(&m, sizeof(rrl_metrics_t));
-    ngx_http_redis_ratelimit_gauges(&m);
+    ngx_http_redis_ratelimit_metrics_fill(&m);
 
     slot = &sh->slots[ngx_process_slot];
 

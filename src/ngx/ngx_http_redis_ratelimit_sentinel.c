@@ -29,6 +29,7 @@ typedef struct {
     rrl_refresher_t              refresher;   /* when to ask, and whom */
     rrl_primary_t                primary;     /* the node named */
     ngx_array_t                  sentinels;   /* of node_t * */
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
 } ngx_http_redis_ratelimit_sentinel_t;
 
 
@@ -44,17 +45,16 @@ static ngx_http_redis_ratelimit_sentinel_t  ngx_http_redis_ratelimit_sentinel;
 
 
 ngx_int_t
-ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle)
+ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
     ngx_uint_t                             i;
     rrl_refresher_conf_t                   conf;
     ngx_http_redis_ratelimit_addr_t       *addr;
     ngx_http_redis_ratelimit_node_t      **sentinel;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
     ngx_http_redis_ratelimit_sentinel_t   *st;
 
     st = &ngx_http_redis_ratelimit_sentinel;
-    rmcf = ngx_http_redis_ratelimit_link.conf;
 
     ngx_memzero(st, sizeof(ngx_http_redis_ratelimit_sentinel_t));
     ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
@@ -100,6 +100,8 @@ ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle)
         }
     }
 
+    st->conf = rmcf;
+
     ngx_http_redis_ratelimit_sentinel_ask();
 
     return NGX_OK;
@@ -125,11 +127,10 @@ ngx_http_redis_ratelimit_sentinel_primary(void)
 void
 ngx_http_redis_ratelimit_sentinel_ask(void)
 {
-    if (ngx_http_redis_ratelimit_link.conf->mode
-        != NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL
-        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
-        || ngx_terminate)
+    if (ngx_http_redis_ratelimit_sentinel.conf == NULL || ngx_exiting
+        || ngx_quit || ngx_terminate)
     {
+        /* not in Sentinel mode */
         return;
     }
 
@@ -160,7 +161,7 @@ ngx_http_redis_ratelimit_sentinel_send(void *data, uint64_t generation)
     ngx_http_redis_ratelimit_node_t       *node;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
-    rmcf = ngx_http_redis_ratelimit_link.conf;
+    rmcf = ngx_http_redis_ratelimit_sentinel.conf;
     node = ngx_http_redis_ratelimit_sentinel_current();
 
     ngx_http_redis_ratelimit_node_connect(node);
@@ -226,13 +227,11 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     redisReply                            *rr = reply;
     rrl_value_t                           *value;
     ngx_http_redis_ratelimit_node_t       *sentinel, *node, *old;
-    ngx_http_redis_ratelimit_link_t       *link;
     ngx_http_redis_ratelimit_sentinel_t   *st;
     char                                   host[RRL_HOST_MAX];
     u_char                                 text[256];
 
     st = &ngx_http_redis_ratelimit_sentinel;
-    link = &ngx_http_redis_ratelimit_link;
     sentinel = ac->ev.data;
 
     if (!rrl_refresher_answer(&st->refresher, (uintptr_t) privdata)) {
@@ -269,7 +268,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
         ngx_http_redis_ratelimit_log_failure(sentinel->log,
                                   "redis_ratelimit: sentinel %V does not "
                                   "know \"%V\"", &sentinel->name,
-                                  &link->conf->sentinel_name);
+                                  &st->conf->sentinel_name);
         goto failed;
     }
 
@@ -298,7 +297,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     if (rc != RRL_PRIMARY_SAME) {
         ngx_log_error((old ? NGX_LOG_WARN : NGX_LOG_INFO), sentinel->log, 0,
                       "redis_ratelimit: sentinel %V: the primary of \"%V\" "
-                      "is %V", &sentinel->name, &link->conf->sentinel_name,
+                      "is %V", &sentinel->name, &st->conf->sentinel_name,
                       &node->name);
     }
 
