@@ -64,6 +64,8 @@ TEST(SlotMap, PrimariesAreCountedOnceAndLeftOutRangesUnmapped) {
     EXPECT_EQ(rrl_slot_map_node(m.map, 150), nullptr);
     EXPECT_EQ(rrl_slot_map_node(m.map, 250), &a);
     EXPECT_EQ(rrl_slot_map_node(m.map, 300), nullptr);  // no range
+    EXPECT_EQ(rrl_slot_map_serves(m.map, &a), 1);
+    EXPECT_EQ(rrl_slot_map_serves(m.map, nullptr), 0);
 }
 
 TEST(SlotMap, ANewMapForgetsTheOld) {
@@ -81,6 +83,8 @@ TEST(SlotMap, ANewMapForgetsTheOld) {
               RRL_OK);
     EXPECT_EQ(rrl_slot_map_node(m.map, 0), &b);
     EXPECT_EQ(rrl_slot_map_node(m.map, 8192), nullptr);
+    EXPECT_EQ(rrl_slot_map_serves(m.map, &a), 0);  // out of the map now
+    EXPECT_EQ(rrl_slot_map_serves(m.map, &b), 1);
     ASSERT_EQ(
         rrl_slot_map_replace(m.map, nullptr, nullptr, 0, &covered, &primaries),
         RRL_OK);
@@ -112,6 +116,7 @@ TEST(SlotMap, MovedChangesOneSlot) {
     rrl_slot_map_set(m.map, 42, &b);
     rrl_slot_map_set(m.map, RRL_CLUSTER_SLOTS, &b);  // ignored
     EXPECT_EQ(rrl_slot_map_node(m.map, 42), &b);
+    EXPECT_EQ(rrl_slot_map_serves(m.map, &b), 0);  // not from CLUSTER SLOTS
     EXPECT_EQ(rrl_slot_map_node(m.map, 41), nullptr);
     EXPECT_EQ(rrl_slot_map_node(m.map, 43), nullptr);
 }

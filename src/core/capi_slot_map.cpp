@@ -23,6 +23,10 @@ void* rrl_slot_map_node(const rrl_slot_map_t* map, unsigned slot) noexcept {
     return map->map.node(slot);
 }
 
+int rrl_slot_map_serves(const rrl_slot_map_t* map, const void* node) noexcept {
+    return map->map.serves(node) ? 1 : 0;
+}
+
 void rrl_slot_map_set(rrl_slot_map_t* map, unsigned slot, void* node) noexcept {
     map->map.set(slot, node);
 }

@@ -20,6 +20,9 @@ void rrl_slot_map_destroy(rrl_slot_map_t *map) RRL_NOEXCEPT;
 /* the node of slot; NULL: none known, or no such slot */
 void *rrl_slot_map_node(const rrl_slot_map_t *map, unsigned slot)
     RRL_NOEXCEPT;
+/* 1: node serves slots in the map CLUSTER SLOTS gave last */
+int rrl_slot_map_serves(const rrl_slot_map_t *map, const void *node)
+    RRL_NOEXCEPT;
 /* slot is served by node now (MOVED) */
 void rrl_slot_map_set(rrl_slot_map_t *map, unsigned slot, void *node)
     RRL_NOEXCEPT;

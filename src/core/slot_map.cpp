@@ -1,13 +1,15 @@
 #include "slot_map.hpp"
 
-#include <unordered_set>
-
 namespace rrl {
 
 SlotMap::SlotMap() : slots_(RRL_CLUSTER_SLOTS, nullptr) {}
 
 void* SlotMap::node(unsigned slot) const {
     return slot < slots_.size() ? slots_[slot] : nullptr;
+}
+
+bool SlotMap::serves(const void* node) const {
+    return primaries_.count(node) > 0;
 }
 
 void SlotMap::set(unsigned slot, void* node) {
@@ -24,7 +26,7 @@ std::optional<SlotMap::Summary> SlotMap::replace(const rrl_slot_range_t* ranges,
         }
     }
     std::vector<void*> slots(RRL_CLUSTER_SLOTS, nullptr);
-    std::unordered_set<void*> primaries;
+    std::unordered_set<const void*> primaries;
     Summary summary{0, 0};
     for (std::size_t i = 0; i < n; i++) {
         if (nodes[i] == nullptr) continue;
@@ -36,6 +38,7 @@ std::optional<SlotMap::Summary> SlotMap::replace(const rrl_slot_range_t* ranges,
     }
     summary.primaries = primaries.size();
     slots_.swap(slots);
+    primaries_.swap(primaries);
     return summary;
 }
 

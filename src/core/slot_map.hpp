@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "rrl.h"
@@ -17,6 +18,8 @@ class SlotMap {
     SlotMap();
 
     void* node(unsigned slot) const;
+    // a primary of the last replace(), whatever MOVED changed since
+    bool serves(const void* node) const;
     void set(unsigned slot, void* node);
 
     struct Summary {
@@ -30,6 +33,7 @@ class SlotMap {
 
    private:
     std::vector<void*> slots_;
+    std::unordered_set<const void*> primaries_;
 };
 
 }  // namespace rrl

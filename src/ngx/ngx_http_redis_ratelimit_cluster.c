@@ -330,14 +330,6 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         return NGX_ERROR;
     }
 
-    for (q = ngx_queue_head(cl->nodes);
-         q != ngx_queue_sentinel(cl->nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-        node->mapped = 0;
-    }
-
     for (i = 0; i < n; i++) {
         nodes[i] = NULL;
 
@@ -365,6 +357,7 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
             return NGX_ERROR;
         }
 
+        /* no other address of this map takes its node over */
         nodes[i]->mapped = 1;
     }
 
@@ -380,6 +373,7 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+        node->mapped = rrl_slot_map_serves(cl->map, node);
 
         if (node->role != NGX_HTTP_REDIS_RATELIMIT_DATA) {
             continue;
