@@ -14,6 +14,7 @@
 #include "ngx_http_redis_ratelimit_link.h"
 #include "rrl_refresher.h"
 #include "rrl_slot_map.h"
+#include "rrl_topology_answer.h"
 
 
 /* refreshes at most this often: a burst of MOVED replies asks once */
@@ -241,14 +242,14 @@ static void
 ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                               n, max, len;
+    size_t                               n, max;
     ngx_pool_t                          *pool;
     redisReply                          *rr = reply;
     rrl_value_t                         *value;
     rrl_slot_range_t                    *ranges;
     ngx_http_redis_ratelimit_node_t     *node = ac->ev.data;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-    u_char                               text[256];
+    char                                 why[RRL_ANSWER_WHY_MAX];
 
     node->in_flight--;
 
@@ -256,39 +257,31 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
         goto done;
     }
 
-    if (rr == NULL || rr->type != REDIS_REPLY_ARRAY) {
-        /* an error's text escaped: a hostile server forges no log line */
-        len = (rr && rr->type == REDIS_REPLY_ERROR)
-              ? rrl_printable((char *) text, sizeof(text),
-                              (u_char *) rr->str, rr->len)
-              : (size_t) (ngx_cpystrn(text, (u_char *) (rr ? "not an array"
-                                                            : "no reply"),
-                                      sizeof(text))
-                          - text);
-
-        ngx_http_redis_ratelimit_log_failure(node->log,
-                                     "redis_ratelimit: CLUSTER SLOTS on %V "
-                                     "failed: %*s", &node->name, len, text);
-        goto failed;
-    }
-
     pool = ngx_create_pool(4096, node->log);
     if (pool == NULL) {
         goto failed;
     }
 
-    max = ngx_min(rr->elements, RRL_CLUSTER_SLOTS);
+    why[0] = '\0';
+    max = rr ? ngx_min(rr->elements, RRL_CLUSTER_SLOTS) : 0;
 
-    value = ngx_http_redis_ratelimit_value(pool, rr);
+    value = rr ? ngx_http_redis_ratelimit_value(pool, rr) : NULL;
     ranges = ngx_palloc(pool, (max ? max : 1) * sizeof(rrl_slot_range_t));
 
-    if (value == NULL || ranges == NULL
-        || rrl_cluster_slots_parse(value, ranges, max, &n) != RRL_OK
+    if ((rr && value == NULL) || ranges == NULL
+        || rrl_cluster_slots_answer(value, ranges, max, &n, why) != RRL_OK
         || ngx_http_redis_ratelimit_cluster_apply(ranges, n, node, pool)
            != NGX_OK)
     {
-        /* the core has logged what was wrong */
         ngx_destroy_pool(pool);
+
+        if (why[0]) {
+            /* else the core has logged what was wrong, or no memory */
+            ngx_http_redis_ratelimit_log_failure(node->log,
+                                     "redis_ratelimit: CLUSTER SLOTS on %V %s",
+                                     &node->name, why);
+        }
+
         goto failed;
     }
 

@@ -16,6 +16,7 @@
 #include "ngx_http_redis_ratelimit_link.h"
 #include "rrl_primary.h"
 #include "rrl_refresher.h"
+#include "rrl_topology_answer.h"
 
 
 /* asks at most this often while the answer does not help */
@@ -221,7 +222,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
     int                                    rc;
-    size_t                                 len;
+    void                                  *previous;
     unsigned                               port;
     ngx_pool_t                            *pool;
     redisReply                            *rr = reply;
@@ -229,7 +230,7 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     ngx_http_redis_ratelimit_node_t       *sentinel, *node, *old;
     ngx_http_redis_ratelimit_sentinel_t   *st;
     char                                   host[RRL_HOST_MAX];
-    u_char                                 text[256];
+    char                                   why[RRL_ANSWER_WHY_MAX];
 
     st = &ngx_http_redis_ratelimit_sentinel;
     sentinel = ac->ev.data;
@@ -238,42 +239,29 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
         return;
     }
 
-    if (rr == NULL || rr->type == REDIS_REPLY_ERROR) {
-        /* an error's text escaped: a hostile server forges no log line */
-        len = rr ? rrl_printable((char *) text, sizeof(text),
-                                 (u_char *) rr->str, rr->len)
-                 : (size_t) (ngx_cpystrn(text, (u_char *) "no reply",
-                                         sizeof(text))
-                             - text);
-
-        ngx_http_redis_ratelimit_log_failure(sentinel->log,
-                                  "redis_ratelimit: sentinel %V failed: %*s",
-                                  &sentinel->name, len, text);
-        goto failed;
-    }
-
     pool = ngx_create_pool(1024, sentinel->log);
     if (pool == NULL) {
         goto failed;
     }
 
-    value = ngx_http_redis_ratelimit_value(pool, rr);
+    why[0] = '\0';
+    value = rr ? ngx_http_redis_ratelimit_value(pool, rr) : NULL;
 
-    rc = (value == NULL) ? RRL_ERROR
-                         : rrl_sentinel_addr_parse(value, host, &port);
+    rc = (rr && value == NULL)
+         ? RRL_ERROR
+         : rrl_sentinel_answer(value, (char *) st->conf->sentinel_name.data,
+                               st->conf->sentinel_name.len, host, &port, why);
 
     ngx_destroy_pool(pool);
 
-    if (rc == RRL_UNKNOWN) {
-        ngx_http_redis_ratelimit_log_failure(sentinel->log,
-                                  "redis_ratelimit: sentinel %V does not "
-                                  "know \"%V\"", &sentinel->name,
-                                  &st->conf->sentinel_name);
-        goto failed;
-    }
-
     if (rc != RRL_OK) {
-        /* the core has logged what was wrong */
+        if (why[0]) {
+            /* else the core has logged what was wrong, or no memory */
+            ngx_http_redis_ratelimit_log_failure(sentinel->log,
+                                  "redis_ratelimit: sentinel %V %s",
+                                  &sentinel->name, why);
+        }
+
         goto failed;
     }
 
@@ -292,7 +280,8 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
         goto failed;
     }
 
-    rc = rrl_primary_switch(&st->primary, node, (void **) &old);
+    rc = rrl_primary_switch(&st->primary, node, &previous);
+    old = previous;
 
     if (rc != RRL_PRIMARY_SAME) {
         ngx_log_error((old ? NGX_LOG_WARN : NGX_LOG_INFO), sentinel->log, 0,
