@@ -12,6 +12,9 @@
 #include <ngx_core.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
+#include "rrl_refresher.h"
+#include "rrl_slot_map.h"
+#include "rrl_topology_answer.h"
 
 
 /* refreshes at most this often: a burst of MOVED replies asks once */
@@ -20,46 +23,61 @@
 
 
 typedef struct {
-    ngx_event_t                  timer;       /* a timeout, or a delay */
-    uintptr_t                    generation;  /* of the refresh awaited */
-    ngx_uint_t                   next_seed;
-    ngx_msec_t                   last;        /* when the last one was sent */
-    ngx_uint_t                   failures;    /* in a row */
+    ngx_event_t                  timer;       /* the refresher's */
+    rrl_refresher_t              refresher;   /* when to ask, which seed */
+    rrl_slot_map_t              *map;         /* each slot's primary */
     ngx_http_redis_ratelimit_node_t  *asked;
-    unsigned                     refreshing:1; /* CLUSTER SLOTS is out */
-    unsigned                     again:1;     /* wanted while one was out */
+    ngx_queue_t                 *nodes;       /* the link's */
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
+    ngx_log_t                   *log;
 } ngx_http_redis_ratelimit_cluster_t;
 
 
-static void ngx_http_redis_ratelimit_cluster_send(void);
+static int ngx_http_redis_ratelimit_cluster_send(void *data,
+    uint64_t generation);
+static void ngx_http_redis_ratelimit_cluster_timer(void *data, uint64_t ms);
 static void ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
 static ngx_int_t ngx_http_redis_ratelimit_cluster_apply(
-    rrl_slot_range_t *ranges, size_t n, ngx_http_redis_ratelimit_node_t *asked);
-static void ngx_http_redis_ratelimit_cluster_retry(void);
+    rrl_slot_range_t *ranges, size_t n, ngx_http_redis_ratelimit_node_t *asked,
+    ngx_pool_t *pool);
 
 
 static ngx_http_redis_ratelimit_cluster_t  ngx_http_redis_ratelimit_cluster;
 
 
 ngx_int_t
-ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle)
+ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_queue_t *nodes)
 {
-    ngx_http_redis_ratelimit_link_t     *link = &ngx_http_redis_ratelimit_link;
+    rrl_refresher_conf_t                 conf;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     ngx_memzero(cl, sizeof(ngx_http_redis_ratelimit_cluster_t));
+    ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
+
+    cl->nodes = nodes;
+    cl->conf = rmcf;
+    cl->log = cycle->log;
 
     cl->timer.handler = ngx_http_redis_ratelimit_cluster_timer_handler;
     cl->timer.data = cl;
     cl->timer.log = cycle->log;
     cl->timer.cancelable = 1;
 
-    link->slots = ngx_calloc(RRL_CLUSTER_SLOTS
-                             * sizeof(ngx_http_redis_ratelimit_node_t *),
-                             cycle->log);
-    if (link->slots == NULL) {
+    /* two failures in a row are retried quickly, then slower */
+    conf.min_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN;
+    conf.retry_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY;
+    conf.quick = 2;
+    conf.timeout_ms = rmcf->connect_timeout + rmcf->timeout;
+    conf.send = ngx_http_redis_ratelimit_cluster_send;
+    conf.timer = ngx_http_redis_ratelimit_cluster_timer;
+
+    rrl_refresher_init(&cl->refresher, &conf);
+
+    cl->map = rrl_slot_map_create();
+    if (cl->map == NULL) {
         return NGX_ERROR;
     }
 
@@ -72,116 +90,97 @@ ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle)
 void
 ngx_http_redis_ratelimit_cluster_exit(void)
 {
+    rrl_refresher_stop(&ngx_http_redis_ratelimit_cluster.refresher);
+}
+
+
+/* the primary of a slot; NULL (and the map is refreshed): none known */
+
+ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_cluster_node(ngx_uint_t slot)
+{
+    ngx_http_redis_ratelimit_node_t     *node;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    if (cl->timer.timer_set) {
-        ngx_del_timer(&cl->timer);
+    node = cl->map ? rrl_slot_map_node(cl->map, slot) : NULL;
+
+    if (node == NULL) {
+        ngx_http_redis_ratelimit_cluster_refresh();
     }
 
-    cl->generation++;
-    cl->refreshing = 0;
+    return node;
+}
+
+
+/* MOVED: the slot has a new primary for good; the map is refreshed */
+
+void
+ngx_http_redis_ratelimit_cluster_moved(ngx_uint_t slot,
+    ngx_http_redis_ratelimit_node_t *node)
+{
+    rrl_slot_map_set(ngx_http_redis_ratelimit_cluster.map, slot, node);
+    ngx_http_redis_ratelimit_node_use(node, 1);
+    ngx_http_redis_ratelimit_cluster_refresh();
 }
 
 
 void
 ngx_http_redis_ratelimit_cluster_refresh(void)
 {
-    ngx_msec_t                           elapsed;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-
-    if (ngx_http_redis_ratelimit_link.conf->mode
-        != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
-        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
-        || ngx_terminate)
+    if (ngx_http_redis_ratelimit_cluster.map == NULL || ngx_exiting
+        || ngx_quit || ngx_terminate)
     {
         /* a single Redis may answer MOVED too: it is no cluster of ours */
         return;
     }
 
-    if (cl->refreshing) {
-        cl->again = 1;
-        return;
-    }
-
-    if (cl->timer.timer_set) {
-        /* one is due already */
-        return;
-    }
-
-    elapsed = ngx_current_msec - cl->last;
-
-    if (cl->last && elapsed < NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN) {
-        ngx_add_timer(&cl->timer,
-                      NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN - elapsed);
-        return;
-    }
-
-    ngx_http_redis_ratelimit_cluster_send();
+    rrl_refresher_want(&ngx_http_redis_ratelimit_cluster.refresher,
+                       (int64_t) ngx_current_msec);
 }
 
 
 /* asks a primary in use, the one after the last asked; else a seed */
 
-static void
-ngx_http_redis_ratelimit_cluster_send(void)
+static int
+ngx_http_redis_ratelimit_cluster_send(void *data, uint64_t generation)
 {
-    ngx_uint_t                            past;
-    ngx_queue_t                          *q;
-    ngx_http_redis_ratelimit_addr_t      *addr;
-    ngx_http_redis_ratelimit_node_t      *node, *first, *next;
-    ngx_http_redis_ratelimit_link_t      *link = &ngx_http_redis_ratelimit_link;
-    ngx_http_redis_ratelimit_cluster_t   *cl = &ngx_http_redis_ratelimit_cluster;
-    ngx_http_redis_ratelimit_main_conf_t *rmcf;
+    ngx_queue_t                         *q, *start;
+    ngx_http_redis_ratelimit_addr_t     *addr;
+    ngx_http_redis_ratelimit_node_t     *node;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    rmcf = link->conf;
+    /* round the nodes from the one after the last asked, to it */
+    start = cl->asked ? &cl->asked->queue : ngx_queue_sentinel(cl->nodes);
+    q = start;
+    node = NULL;
 
-    first = NULL;
-    next = NULL;
-    past = (cl->asked == NULL);
+    do {
+        q = ngx_queue_next(q);
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
+        if (q == ngx_queue_sentinel(cl->nodes)) {
+            continue;
+        }
+
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
 
-        if (node == cl->asked) {
-            past = 1;
-            continue;
-        }
-
-        if (!node->mapped || !node->connected) {
-            continue;
-        }
-
-        if (first == NULL) {
-            first = node;
-        }
-
-        if (past) {
-            next = node;
+        if (node->mapped && node->connected) {
             break;
         }
-    }
 
-    node = next ? next : first;
+        node = NULL;
 
-    if (node == NULL && cl->asked && cl->asked->mapped
-        && cl->asked->connected)
-    {
-        node = cl->asked;
-    }
+    } while (q != start);
 
     if (node == NULL) {
-        addr = rmcf->addrs.elts;
-        addr = &addr[cl->next_seed++ % rmcf->addrs.nelts];
+        addr = cl->conf->addrs.elts;
+        addr = &addr[rrl_refresher_target(&cl->refresher,
+                                          cl->conf->addrs.nelts, 1)];
 
         node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                                  addr->host, addr->port,
                                                  addr->unix_path);
         if (node == NULL) {
-            ngx_http_redis_ratelimit_cluster_retry();
-            return;
+            return RRL_ERROR;
         }
 
         /* a seed out of the map is closed once it has answered */
@@ -189,24 +188,34 @@ ngx_http_redis_ratelimit_cluster_send(void)
         ngx_http_redis_ratelimit_node_connect(node);
     }
 
-    cl->generation++;
-
     if (ngx_http_redis_ratelimit_command(node,
                                     ngx_http_redis_ratelimit_cluster_reply,
-                                    (void *) cl->generation, "CLUSTER SLOTS")
+                                    (void *) (uintptr_t) generation,
+                                    "CLUSTER SLOTS")
         != NGX_OK)
     {
-        ngx_http_redis_ratelimit_cluster_retry();
-        return;
+        return RRL_ERROR;
     }
 
     node->in_flight++;
-
     cl->asked = node;
-    cl->refreshing = 1;
-    cl->last = ngx_current_msec;
 
-    ngx_add_timer(&cl->timer, rmcf->connect_timeout + rmcf->timeout);
+    return RRL_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_cluster_timer(void *data, uint64_t ms)
+{
+    ngx_event_t  *timer = &ngx_http_redis_ratelimit_cluster.timer;
+
+    if (timer->timer_set) {
+        ngx_del_timer(timer);
+    }
+
+    if (ms) {
+        ngx_add_timer(timer, (ngx_msec_t) ms);
+    }
 }
 
 
@@ -215,7 +224,7 @@ ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_cluster_t  *cl = ev->data;
 
-    if (!cl->refreshing) {
+    if (!rrl_refresher_fired(&cl->refresher)) {
         /* the delay before the next refresh is over */
         ngx_http_redis_ratelimit_cluster_refresh();
         return;
@@ -225,31 +234,7 @@ ngx_http_redis_ratelimit_cluster_timer_handler(ngx_event_t *ev)
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
                                      "timed out", &cl->asked->name);
 
-    /* a late reply is ignored */
-    cl->generation++;
-    cl->refreshing = 0;
-
-    ngx_http_redis_ratelimit_cluster_retry();
-}
-
-
-static void
-ngx_http_redis_ratelimit_cluster_retry(void)
-{
-    ngx_msec_t                           delay;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-
-    if (ngx_http_redis_ratelimit_link.exiting || cl->timer.timer_set) {
-        return;
-    }
-
-    cl->failures++;
-    cl->again = 0;
-
-    delay = (cl->failures < 3) ? NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN
-                               : NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY;
-
-    ngx_add_timer(&cl->timer, delay);
+    rrl_refresher_failed(&cl->refresher);
 }
 
 
@@ -257,41 +242,19 @@ static void
 ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                               n, max, len;
+    size_t                               n, max;
     ngx_pool_t                          *pool;
     redisReply                          *rr = reply;
     rrl_value_t                         *value;
     rrl_slot_range_t                    *ranges;
     ngx_http_redis_ratelimit_node_t     *node = ac->ev.data;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
-    u_char                               text[256];
+    char                                 why[RRL_ANSWER_WHY_MAX];
 
     node->in_flight--;
 
-    if ((uintptr_t) privdata != cl->generation || !cl->refreshing) {
+    if (!rrl_refresher_answer(&cl->refresher, (uintptr_t) privdata)) {
         goto done;
-    }
-
-    cl->refreshing = 0;
-
-    if (cl->timer.timer_set) {
-        ngx_del_timer(&cl->timer);
-    }
-
-    if (rr == NULL || rr->type != REDIS_REPLY_ARRAY) {
-        /* an error's text escaped: a hostile server forges no log line */
-        len = (rr && rr->type == REDIS_REPLY_ERROR)
-              ? rrl_printable((char *) text, sizeof(text),
-                              (u_char *) rr->str, rr->len)
-              : (size_t) (ngx_cpystrn(text, (u_char *) (rr ? "not an array"
-                                                            : "no reply"),
-                                      sizeof(text))
-                          - text);
-
-        ngx_http_redis_ratelimit_log_failure(node->log,
-                                     "redis_ratelimit: CLUSTER SLOTS on %V "
-                                     "failed: %*s", &node->name, len, text);
-        goto failed;
     }
 
     pool = ngx_create_pool(4096, node->log);
@@ -299,26 +262,32 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
         goto failed;
     }
 
-    max = ngx_min(rr->elements, RRL_CLUSTER_SLOTS);
+    why[0] = '\0';
+    max = rr ? ngx_min(rr->elements, RRL_CLUSTER_SLOTS) : 0;
 
-    value = ngx_http_redis_ratelimit_value(pool, rr);
+    value = rr ? ngx_http_redis_ratelimit_value(pool, rr) : NULL;
     ranges = ngx_palloc(pool, (max ? max : 1) * sizeof(rrl_slot_range_t));
 
-    if (value == NULL || ranges == NULL
-        || rrl_cluster_slots_parse(value, ranges, max, &n) != RRL_OK
-        || ngx_http_redis_ratelimit_cluster_apply(ranges, n, node) != NGX_OK)
+    if ((rr && value == NULL) || ranges == NULL
+        || rrl_cluster_slots_answer(value, ranges, max, &n, why) != RRL_OK
+        || ngx_http_redis_ratelimit_cluster_apply(ranges, n, node, pool)
+           != NGX_OK)
     {
-        /* the core has logged what was wrong */
         ngx_destroy_pool(pool);
+
+        if (why[0]) {
+            /* else the core has logged what was wrong, or no memory */
+            ngx_http_redis_ratelimit_log_failure(node->log,
+                                     "redis_ratelimit: CLUSTER SLOTS on %V %s",
+                                     &node->name, why);
+        }
+
         goto failed;
     }
 
     ngx_destroy_pool(pool);
 
-    cl->failures = 0;
-
-    if (cl->again) {
-        cl->again = 0;
+    if (rrl_refresher_answered(&cl->refresher)) {
         ngx_http_redis_ratelimit_cluster_refresh();
     }
 
@@ -326,7 +295,7 @@ ngx_http_redis_ratelimit_cluster_reply(redisAsyncContext *ac, void *reply,
 
 failed:
 
-    ngx_http_redis_ratelimit_cluster_retry();
+    rrl_refresher_failed(&cl->refresher);
 
 done:
 
@@ -341,33 +310,21 @@ done:
 
 static ngx_int_t
 ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
-    ngx_http_redis_ratelimit_node_t *asked)
+    ngx_http_redis_ratelimit_node_t *asked, ngx_pool_t *pool)
 {
-    size_t                             i;
-    u_char                            *host;
-    ngx_uint_t                         s, covered, primaries;
-    ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_node_t   *node, **slots;
-    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+    size_t                               i, covered, primaries;
+    u_char                              *host;
+    ngx_queue_t                         *q;
+    ngx_http_redis_ratelimit_node_t     *node, **nodes;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
-    slots = ngx_calloc(RRL_CLUSTER_SLOTS
-                       * sizeof(ngx_http_redis_ratelimit_node_t *), link->log);
-    if (slots == NULL) {
+    nodes = ngx_palloc(pool, (n ? n : 1) * sizeof(void *));
+    if (nodes == NULL) {
         return NGX_ERROR;
     }
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-        node->mapped = 0;
-    }
-
-    covered = 0;
-    primaries = 0;
-
     for (i = 0; i < n; i++) {
+        nodes[i] = NULL;
 
         /* "": the node asked (Redis does not know its own address) */
         host = ranges[i].host[0] ? (u_char *) ranges[i].host : asked->host;
@@ -375,7 +332,7 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         if (host == NULL
             || !ngx_http_redis_ratelimit_numeric((char *) host))
         {
-            ngx_http_redis_ratelimit_log_failure(link->log,
+            ngx_http_redis_ratelimit_log_failure(cl->log,
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
                                      "names a primary by \"%s\", not by a "
                                      "numeric address: slots %ud-%ud are "
@@ -385,35 +342,31 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
             continue;
         }
 
-        node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
-                                                 host,
-                                                 (in_port_t) ranges[i].port,
-                                                 NULL);
-        if (node == NULL) {
-            ngx_free(slots);
+        nodes[i] = ngx_http_redis_ratelimit_node_get(
+                                             NGX_HTTP_REDIS_RATELIMIT_DATA,
+                                             host, (in_port_t) ranges[i].port,
+                                             NULL);
+        if (nodes[i] == NULL) {
             return NGX_ERROR;
         }
 
-        if (!node->mapped) {
-            node->mapped = 1;
-            primaries++;
-        }
-
-        for (s = ranges[i].start; s <= ranges[i].end; s++) {
-            slots[s] = node;
-        }
-
-        covered += ranges[i].end - ranges[i].start + 1;
+        /* no other address of this map takes its node over */
+        nodes[i]->mapped = 1;
     }
 
-    ngx_free(link->slots);
-    link->slots = slots;
+    if (rrl_slot_map_replace(cl->map, ranges, (void *const *) nodes, n,
+                             &covered, &primaries)
+        != RRL_OK)
+    {
+        return NGX_ERROR;
+    }
 
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
+    for (q = ngx_queue_head(cl->nodes);
+         q != ngx_queue_sentinel(cl->nodes);
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+        node->mapped = rrl_slot_map_serves(cl->map, node);
 
         if (node->role != NGX_HTTP_REDIS_RATELIMIT_DATA) {
             continue;
@@ -428,9 +381,9 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         }
     }
 
-    ngx_log_error(NGX_LOG_INFO, link->log, 0,
-                  "redis_ratelimit: cluster slot map from %V: %ui of %d "
-                  "slots on %ui primaries", &asked->name, covered,
+    ngx_log_error(NGX_LOG_INFO, cl->log, 0,
+                  "redis_ratelimit: cluster slot map from %V: %uz of %d "
+                  "slots on %uz primaries", &asked->name, covered,
                   RRL_CLUSTER_SLOTS, primaries);
 
     return NGX_OK;

@@ -17,6 +17,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
+#include "rrl_metrics_count.h"
 
 
 /* a batch: at most this many requests, keys; a script run stays short */
@@ -87,6 +88,7 @@ struct ngx_http_redis_ratelimit_call_s {
 };
 
 
+static void ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m);
 static ngx_int_t ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call);
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
@@ -159,13 +161,17 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     link->flush.handler = ngx_http_redis_ratelimit_flush_handler;
     link->flush.log = cycle->log;
 
+    /* metrics: this worker's gauges */
+    ngx_http_redis_ratelimit_metrics_gauges(
+                                         ngx_http_redis_ratelimit_link_gauges);
+
     switch (rmcf->mode) {
 
     case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
-        return ngx_http_redis_ratelimit_cluster_init(cycle);
+        return ngx_http_redis_ratelimit_cluster_init(cycle, rmcf, &link->nodes);
 
     case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
-        return ngx_http_redis_ratelimit_sentinel_init(cycle);
+        return ngx_http_redis_ratelimit_sentinel_init(cycle, rmcf);
 
     default:
         addr = rmcf->addrs.elts;
@@ -206,6 +212,31 @@ ngx_http_redis_ratelimit_link_exit(void)
 }
 
 
+/* this worker's gauges: parked requests, and its nodes of limits in use */
+
+static void
+ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m)
+{
+    ngx_queue_t                      *q;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+
+    m->parked = link->parked;
+
+    for (q = ngx_queue_head(&link->nodes);
+         q != ngx_queue_sentinel(&link->nodes);
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
+
+        if (node->role == NGX_HTTP_REDIS_RATELIMIT_DATA && node->reconnect) {
+            rrl_metrics_gauge_node(m, node->ac && node->connected,
+                                   node->breaker.state);
+        }
+    }
+}
+
+
 /* a node's connection is lost, or could not be made (node.c calls up) */
 
 static void
@@ -228,7 +259,7 @@ ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node)
         break;
 
     case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
-        if (node == link->primary) {
+        if (node == ngx_http_redis_ratelimit_sentinel_primary()) {
             ngx_http_redis_ratelimit_sentinel_ask();
         }
 
@@ -500,17 +531,17 @@ ngx_http_redis_ratelimit_route(ngx_uint_t slot)
 {
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
-    if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER) {
+    switch (link->conf->mode) {
+
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
+        return ngx_http_redis_ratelimit_cluster_node(slot);
+
+    case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
+        return ngx_http_redis_ratelimit_sentinel_primary();
+
+    default:
         return link->primary;
     }
-
-    if (link->slots == NULL || link->slots[slot] == NULL) {
-        /* no slot map yet, or a slot no primary serves */
-        ngx_http_redis_ratelimit_cluster_refresh();
-        return NULL;
-    }
-
-    return link->slots[slot];
 }
 
 
@@ -1017,9 +1048,7 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     if (kind == RRL_REPLY_MOVED) {
-        link->slots[slot] = node;
-        ngx_http_redis_ratelimit_node_use(node, 1);
-        ngx_http_redis_ratelimit_cluster_refresh();
+        ngx_http_redis_ratelimit_cluster_moved(slot, node);
 
     } else if (node->ac == NULL) {
         /* a node not (yet) in the map: it is connected for this call */

@@ -15,8 +15,10 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <hiredis/hiredis.h>
+
 #include "ngx_http_redis_ratelimit_module.h"
-#include "ngx_http_redis_ratelimit_link.h"
+#include "rrl_metrics_count.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)
@@ -61,6 +63,9 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
 
 
 static ngx_event_t       ngx_http_redis_ratelimit_metrics_timer;
+/* fills this worker's gauges in: set by the link */
+static ngx_http_redis_ratelimit_gauges_pt
+                         ngx_http_redis_ratelimit_metrics_fill;
 /* what the timer's debug lines read as its connection */
 static ngx_connection_t  ngx_http_redis_ratelimit_metrics_dummy;
 /* the zone's tag: nginx refuses a name another zone uses */
@@ -197,26 +202,23 @@ ngx_http_redis_ratelimit_metrics_sh(void)
 void
 ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_uint_t                                i;
+    ngx_int_t                                 counter;
+    ngx_uint_t                                i, rejected;
     ngx_http_redis_ratelimit_metrics_zone_t  *entry;
 
-    if (ctx->status == 0 || ctx->status > RRL_METRICS_STATUSES) {
-        return;
-    }
+    rejected = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
+                || ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN);
 
     for (i = 0; i < ctx->nlimits; i++) {
         entry = ctx->limits[i]->zone->metrics;
 
-        if ((ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
-             || ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN)
-            && ctx->decided && ctx->limit_results[i].passed)
-        {
-            /* a rejection counts in the zones that rejected it */
-            continue;
-        }
+        /* a rejection counts in the zones that rejected it */
+        counter = rrl_metrics_request_counter(ctx->status, rejected,
+                                              ctx->decided,
+                                              ctx->limit_results[i].passed);
 
-        if (entry) {
-            (void) ngx_atomic_fetch_add(&entry->requests[ctx->status - 1], 1);
+        if (entry && counter >= 0) {
+            (void) ngx_atomic_fetch_add(&entry->requests[counter], 1);
         }
     }
 }
@@ -240,8 +242,9 @@ ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind)
 void
 ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
 {
-    int64_t                                    rtt;
-    ngx_uint_t                                 kind;
+    int                                        kind;
+    size_t                                     bucket;
+    uint64_t                                   rtt;
     redisReply                                *rr = reply;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
@@ -251,48 +254,29 @@ ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
         return;
     }
 
-    if (rr == NULL) {
-        (void) ngx_atomic_fetch_add(
-                              &sh->errors[RRL_METRICS_ERR_CONNECTION], 1);
-        return;
-    }
-
-    rtt = ngx_http_redis_ratelimit_clock() - sent;
-
-    if (sent > 0 && rtt >= 0) {
-        (void) ngx_atomic_fetch_add(
-                   &sh->rtt_buckets[rrl_metrics_bucket((uint64_t) rtt)], 1);
+    if (rr && rrl_metrics_rtt(sent, ngx_http_redis_ratelimit_clock(), &rtt,
+                              &bucket))
+    {
+        (void) ngx_atomic_fetch_add(&sh->rtt_buckets[bucket], 1);
         (void) ngx_atomic_fetch_add(&sh->rtt_sum_us, (ngx_atomic_int_t) rtt);
     }
 
-    if (rr->type == REDIS_REPLY_ARRAY) {
-        return;
+    kind = rrl_metrics_reply_error(rr != NULL,
+                                   rr && rr->type == REDIS_REPLY_ARRAY,
+                                   (rr && rr->type == REDIS_REPLY_ERROR)
+                                   ? rr->str : NULL, rr ? rr->len : 0);
+
+    if (kind >= 0) {
+        (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
     }
+}
 
-    if (rr->type != REDIS_REPLY_ERROR) {
-        kind = RRL_METRICS_ERR_BAD_REPLY;
 
-    } else {
-        switch (rrl_reply_error_kind(rr->str, rr->len)) {
-
-        case RRL_REPLY_NOSCRIPT:
-            kind = RRL_METRICS_ERR_NOSCRIPT;
-            break;
-
-        case RRL_REPLY_MOVED:
-            kind = RRL_METRICS_ERR_MOVED;
-            break;
-
-        case RRL_REPLY_ASK:
-            kind = RRL_METRICS_ERR_ASK;
-            break;
-
-        default:
-            kind = RRL_METRICS_ERR_ERROR_REPLY;
-        }
-    }
-
-    (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
+void
+ngx_http_redis_ratelimit_metrics_gauges(
+    ngx_http_redis_ratelimit_gauges_pt gauges)
+{
+    ngx_http_redis_ratelimit_metrics_fill = gauges;
 }
 
 
@@ -301,64 +285,30 @@ ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
 static void
 ngx_http_redis_ratelimit_metrics_publish(void)
 {
-    ngx_uint_t                                 connections;
-    ngx_uint_t                                 circuits[RRL_METRICS_CIRCUIT_STATES];
-    ngx_queue_t                               *q;
-    ngx_http_redis_ratelimit_node_t           *node;
+    ngx_uint_t                                 k;
+    rrl_metrics_t                              m;
     ngx_http_redis_ratelimit_metrics_slot_t   *slot;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
-    ngx_http_redis_ratelimit_link_t           *link = &ngx_http_redis_ratelimit_link;
 
     sh = ngx_http_redis_ratelimit_metrics_sh();
 
-    if (sh == NULL || link->conf == NULL || ngx_process_slot < 0
-        || ngx_process_slot >= NGX_MAX_PROCESSES)
+    if (sh == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL
+        || ngx_process_slot < 0 || ngx_process_slot >= NGX_MAX_PROCESSES)
     {
         return;
     }
 
-    connections = 0;
-    ngx_memzero(circuits, sizeof(circuits));
-
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-
-        if (node->role != NGX_HTTP_REDIS_RATELIMIT_DATA || !node->reconnect) {
-            continue;
-        }
-
-        if (node->ac && node->connected) {
-            connections++;
-        }
-
-        switch (node->breaker.state) {
-
-        case RRL_BREAKER_OPEN:
-            circuits[RRL_METRICS_CIRCUIT_OPEN]++;
-            break;
-
-        case RRL_BREAKER_HALF_OPEN:
-            circuits[RRL_METRICS_CIRCUIT_HALF_OPEN]++;
-            break;
-
-        default:
-            circuits[RRL_METRICS_CIRCUIT_CLOSED]++;
-        }
-    }
+    ngx_memzero(&m, sizeof(rrl_metrics_t));
+    ngx_http_redis_ratelimit_metrics_fill(&m);
 
     slot = &sh->slots[ngx_process_slot];
 
-    slot->parked = link->parked;
-    slot->connections = connections;
-    slot->circuits[RRL_METRICS_CIRCUIT_CLOSED] =
-                                       circuits[RRL_METRICS_CIRCUIT_CLOSED];
-    slot->circuits[RRL_METRICS_CIRCUIT_HALF_OPEN] =
-                                       circuits[RRL_METRICS_CIRCUIT_HALF_OPEN];
-    slot->circuits[RRL_METRICS_CIRCUIT_OPEN] =
-                                       circuits[RRL_METRICS_CIRCUIT_OPEN];
+    slot->parked = m.parked;
+    slot->connections = m.connections;
+
+    for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
+        slot->circuits[k] = m.circuits[k];
+    }
 }
 
 

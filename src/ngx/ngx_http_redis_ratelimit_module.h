@@ -306,6 +306,10 @@ void ngx_http_redis_ratelimit_metrics_request(
 void ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind);
 /* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
 void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply);
+/* the worker's gauges are filled in by gauges, every second */
+typedef void (*ngx_http_redis_ratelimit_gauges_pt)(rrl_metrics_t *m);
+void ngx_http_redis_ratelimit_metrics_gauges(
+    ngx_http_redis_ratelimit_gauges_pt gauges);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);

@@ -14,6 +14,9 @@
 #include <ngx_core.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
+#include "rrl_primary.h"
+#include "rrl_refresher.h"
+#include "rrl_topology_answer.h"
 
 
 /* asks at most this often while the answer does not help */
@@ -23,46 +26,56 @@
 
 
 typedef struct {
-    ngx_event_t                  timer;       /* a timeout, or a delay */
-    uintptr_t                    generation;  /* of the question awaited */
-    ngx_uint_t                   current;     /* the sentinel asked */
-    ngx_uint_t                   failures;    /* in a row */
-    ngx_msec_t                   last;        /* when last asked */
+    ngx_event_t                  timer;       /* the refresher's */
+    rrl_refresher_t              refresher;   /* when to ask, and whom */
+    rrl_primary_t                primary;     /* the node named */
     ngx_array_t                  sentinels;   /* of node_t * */
-    unsigned                     asking:1;
-    unsigned                     again:1;     /* wanted while asking */
-    unsigned                     polling:1;   /* the timer: the next poll */
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
 } ngx_http_redis_ratelimit_sentinel_t;
 
 
-static void ngx_http_redis_ratelimit_sentinel_send(void);
+static int ngx_http_redis_ratelimit_sentinel_send(void *data,
+    uint64_t generation);
+static void ngx_http_redis_ratelimit_sentinel_timer(void *data, uint64_t ms);
 static void ngx_http_redis_ratelimit_sentinel_timer_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
-static void ngx_http_redis_ratelimit_sentinel_retry(void);
 
 
 static ngx_http_redis_ratelimit_sentinel_t  ngx_http_redis_ratelimit_sentinel;
 
 
 ngx_int_t
-ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle)
+ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
     ngx_uint_t                             i;
+    rrl_refresher_conf_t                   conf;
     ngx_http_redis_ratelimit_addr_t       *addr;
     ngx_http_redis_ratelimit_node_t      **sentinel;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
     ngx_http_redis_ratelimit_sentinel_t   *st;
 
     st = &ngx_http_redis_ratelimit_sentinel;
-    rmcf = ngx_http_redis_ratelimit_link.conf;
 
     ngx_memzero(st, sizeof(ngx_http_redis_ratelimit_sentinel_t));
+    ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
 
     st->timer.handler = ngx_http_redis_ratelimit_sentinel_timer_handler;
     st->timer.data = st;
     st->timer.log = cycle->log;
     st->timer.cancelable = 1;
+
+    /* each sentinel once quickly, then slower; the next after a failure */
+    conf.min_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_MIN;
+    conf.retry_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY;
+    conf.quick = rmcf->addrs.nelts;
+    conf.poll_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY;
+    conf.timeout_ms = rmcf->connect_timeout + rmcf->timeout;
+    conf.rotate = 1;
+    conf.send = ngx_http_redis_ratelimit_sentinel_send;
+    conf.timer = ngx_http_redis_ratelimit_sentinel_timer;
+
+    rrl_refresher_init(&st->refresher, &conf);
 
     if (ngx_array_init(&st->sentinels, cycle->pool, rmcf->addrs.nelts,
                        sizeof(ngx_http_redis_ratelimit_node_t *))
@@ -88,6 +101,8 @@ ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle)
         }
     }
 
+    st->conf = rmcf;
+
     ngx_http_redis_ratelimit_sentinel_ask();
 
     return NGX_OK;
@@ -97,152 +112,108 @@ ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle)
 void
 ngx_http_redis_ratelimit_sentinel_exit(void)
 {
-    ngx_http_redis_ratelimit_sentinel_t  *st;
+    rrl_refresher_stop(&ngx_http_redis_ratelimit_sentinel.refresher);
+}
 
-    st = &ngx_http_redis_ratelimit_sentinel;
 
-    if (st->timer.timer_set) {
-        ngx_del_timer(&st->timer);
-    }
+/* the primary the sentinels named last; NULL: none yet */
 
-    st->generation++;
-    st->asking = 0;
+ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_sentinel_primary(void)
+{
+    return ngx_http_redis_ratelimit_sentinel.primary.node;
 }
 
 
 void
 ngx_http_redis_ratelimit_sentinel_ask(void)
 {
-    ngx_msec_t                            elapsed;
-    ngx_http_redis_ratelimit_sentinel_t  *st;
-
-    st = &ngx_http_redis_ratelimit_sentinel;
-
-    if (ngx_http_redis_ratelimit_link.conf->mode
-        != NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL
-        || ngx_http_redis_ratelimit_link.exiting || ngx_exiting || ngx_quit
-        || ngx_terminate)
+    if (ngx_http_redis_ratelimit_sentinel.conf == NULL || ngx_exiting
+        || ngx_quit || ngx_terminate)
     {
+        /* not in Sentinel mode */
         return;
     }
 
-    if (st->asking) {
-        st->again = 1;
-        return;
-    }
-
-    if (st->timer.timer_set) {
-        if (!st->polling) {
-            /* asking is due already */
-            return;
-        }
-
-        /* not the next poll: now */
-        ngx_del_timer(&st->timer);
-        st->polling = 0;
-    }
-
-    elapsed = ngx_current_msec - st->last;
-
-    if (st->last && elapsed < NGX_HTTP_REDIS_RATELIMIT_ASK_MIN) {
-        ngx_add_timer(&st->timer, NGX_HTTP_REDIS_RATELIMIT_ASK_MIN - elapsed);
-        return;
-    }
-
-    ngx_http_redis_ratelimit_sentinel_send();
+    rrl_refresher_want(&ngx_http_redis_ratelimit_sentinel.refresher,
+                       (int64_t) ngx_current_msec);
 }
 
 
-static void
-ngx_http_redis_ratelimit_sentinel_send(void)
+/* the sentinel of the turn; connected when needed, kept while it answers */
+
+static ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_sentinel_current(void)
 {
-    ngx_http_redis_ratelimit_node_t      **sentinels, *node;
+    ngx_http_redis_ratelimit_node_t      **sentinels;
     ngx_http_redis_ratelimit_sentinel_t   *st;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     st = &ngx_http_redis_ratelimit_sentinel;
-    rmcf = ngx_http_redis_ratelimit_link.conf;
-
     sentinels = st->sentinels.elts;
-    node = sentinels[st->current % st->sentinels.nelts];
 
-    st->last = ngx_current_msec;
+    return sentinels[rrl_refresher_target(&st->refresher, st->sentinels.nelts,
+                                          0)];
+}
 
-    /* connected when needed, kept while it answers */
+
+static int
+ngx_http_redis_ratelimit_sentinel_send(void *data, uint64_t generation)
+{
+    ngx_http_redis_ratelimit_node_t       *node;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_redis_ratelimit_sentinel.conf;
+    node = ngx_http_redis_ratelimit_sentinel_current();
+
     ngx_http_redis_ratelimit_node_connect(node);
-
-    st->generation++;
 
     if (ngx_http_redis_ratelimit_command(node,
                                   ngx_http_redis_ratelimit_sentinel_reply,
-                                  (void *) st->generation,
+                                  (void *) (uintptr_t) generation,
                                   "SENTINEL get-master-addr-by-name %b",
                                   rmcf->sentinel_name.data,
                                   rmcf->sentinel_name.len)
         != NGX_OK)
     {
-        st->current++;
-        ngx_http_redis_ratelimit_sentinel_retry();
-        return;
+        return RRL_ERROR;
     }
 
-    st->asking = 1;
+    return RRL_OK;
+}
 
-    ngx_add_timer(&st->timer, rmcf->connect_timeout + rmcf->timeout);
+
+static void
+ngx_http_redis_ratelimit_sentinel_timer(void *data, uint64_t ms)
+{
+    ngx_event_t  *timer = &ngx_http_redis_ratelimit_sentinel.timer;
+
+    if (timer->timer_set) {
+        ngx_del_timer(timer);
+    }
+
+    if (ms) {
+        ngx_add_timer(timer, (ngx_msec_t) ms);
+    }
 }
 
 
 static void
 ngx_http_redis_ratelimit_sentinel_timer_handler(ngx_event_t *ev)
 {
-    ngx_http_redis_ratelimit_node_t      **sentinels;
-    ngx_http_redis_ratelimit_sentinel_t   *st = ev->data;
+    ngx_http_redis_ratelimit_sentinel_t  *st = ev->data;
 
-    if (!st->asking) {
+    if (!rrl_refresher_fired(&st->refresher)) {
         /* the delay before asking again is over, or the next poll is due */
-        st->polling = 0;
         ngx_http_redis_ratelimit_sentinel_ask();
         return;
     }
 
-    sentinels = st->sentinels.elts;
-
     ngx_http_redis_ratelimit_log_failure(ev->log,
                                   "redis_ratelimit: sentinel %V did not "
                                   "answer in time",
-                                  &sentinels[st->current
-                                             % st->sentinels.nelts]->name);
+                            &ngx_http_redis_ratelimit_sentinel_current()->name);
 
-    /* a late answer is ignored */
-    st->generation++;
-    st->asking = 0;
-    st->current++;
-
-    ngx_http_redis_ratelimit_sentinel_retry();
-}
-
-
-static void
-ngx_http_redis_ratelimit_sentinel_retry(void)
-{
-    ngx_msec_t                            delay;
-    ngx_http_redis_ratelimit_sentinel_t  *st;
-
-    st = &ngx_http_redis_ratelimit_sentinel;
-
-    if (ngx_http_redis_ratelimit_link.exiting || st->timer.timer_set) {
-        return;
-    }
-
-    st->failures++;
-    st->again = 0;
-
-    /* each sentinel once quickly, then slower */
-    delay = (st->failures <= st->sentinels.nelts)
-            ? NGX_HTTP_REDIS_RATELIMIT_ASK_MIN
-            : NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY;
-
-    ngx_add_timer(&st->timer, delay);
+    rrl_refresher_failed(&st->refresher);
 }
 
 
@@ -251,68 +222,47 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
     int                                    rc;
-    size_t                                 len;
+    void                                  *previous;
     unsigned                               port;
     ngx_pool_t                            *pool;
     redisReply                            *rr = reply;
     rrl_value_t                           *value;
     ngx_http_redis_ratelimit_node_t       *sentinel, *node, *old;
-    ngx_http_redis_ratelimit_link_t       *link;
     ngx_http_redis_ratelimit_sentinel_t   *st;
     char                                   host[RRL_HOST_MAX];
-    u_char                                 text[256];
+    char                                   why[RRL_ANSWER_WHY_MAX];
 
     st = &ngx_http_redis_ratelimit_sentinel;
-    link = &ngx_http_redis_ratelimit_link;
     sentinel = ac->ev.data;
 
-    if ((uintptr_t) privdata != st->generation || !st->asking) {
+    if (!rrl_refresher_answer(&st->refresher, (uintptr_t) privdata)) {
         return;
-    }
-
-    st->asking = 0;
-
-    if (st->timer.timer_set) {
-        ngx_del_timer(&st->timer);
-    }
-
-    if (rr == NULL || rr->type == REDIS_REPLY_ERROR) {
-        /* an error's text escaped: a hostile server forges no log line */
-        len = rr ? rrl_printable((char *) text, sizeof(text),
-                                 (u_char *) rr->str, rr->len)
-                 : (size_t) (ngx_cpystrn(text, (u_char *) "no reply",
-                                         sizeof(text))
-                             - text);
-
-        ngx_http_redis_ratelimit_log_failure(sentinel->log,
-                                  "redis_ratelimit: sentinel %V failed: %*s",
-                                  &sentinel->name, len, text);
-        goto next;
     }
 
     pool = ngx_create_pool(1024, sentinel->log);
     if (pool == NULL) {
-        goto next;
+        goto failed;
     }
 
-    value = ngx_http_redis_ratelimit_value(pool, rr);
+    why[0] = '\0';
+    value = rr ? ngx_http_redis_ratelimit_value(pool, rr) : NULL;
 
-    rc = (value == NULL) ? RRL_ERROR
-                         : rrl_sentinel_addr_parse(value, host, &port);
+    rc = (rr && value == NULL)
+         ? RRL_ERROR
+         : rrl_sentinel_answer(value, (char *) st->conf->sentinel_name.data,
+                               st->conf->sentinel_name.len, host, &port, why);
 
     ngx_destroy_pool(pool);
 
-    if (rc == RRL_UNKNOWN) {
-        ngx_http_redis_ratelimit_log_failure(sentinel->log,
-                                  "redis_ratelimit: sentinel %V does not "
-                                  "know \"%V\"", &sentinel->name,
-                                  &link->conf->sentinel_name);
-        goto next;
-    }
-
     if (rc != RRL_OK) {
-        /* the core has logged what was wrong */
-        goto next;
+        if (why[0]) {
+            /* else the core has logged what was wrong, or no memory */
+            ngx_http_redis_ratelimit_log_failure(sentinel->log,
+                                  "redis_ratelimit: sentinel %V %s",
+                                  &sentinel->name, why);
+        }
+
+        goto failed;
     }
 
     if (!ngx_http_redis_ratelimit_numeric(host)) {
@@ -320,51 +270,42 @@ ngx_http_redis_ratelimit_sentinel_reply(redisAsyncContext *ac, void *reply,
                                   "redis_ratelimit: sentinel %V names the "
                                   "primary by \"%s\", not by a numeric "
                                   "address", &sentinel->name, host);
-        goto next;
+        goto failed;
     }
 
     node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                              (u_char *) host,
                                              (in_port_t) port, NULL);
     if (node == NULL) {
-        goto next;
+        goto failed;
     }
 
-    st->failures = 0;
+    rc = rrl_primary_switch(&st->primary, node, &previous);
+    old = previous;
 
-    old = link->primary;
-
-    if (node != old) {
+    if (rc != RRL_PRIMARY_SAME) {
         ngx_log_error((old ? NGX_LOG_WARN : NGX_LOG_INFO), sentinel->log, 0,
                       "redis_ratelimit: sentinel %V: the primary of \"%V\" "
-                      "is %V", &sentinel->name, &link->conf->sentinel_name,
+                      "is %V", &sentinel->name, &st->conf->sentinel_name,
                       &node->name);
-
-        link->primary = node;
-        ngx_http_redis_ratelimit_node_use(node, 1);
-
-        if (old) {
-            ngx_http_redis_ratelimit_node_use(old, 0);
-        }
-
-    } else {
-        ngx_http_redis_ratelimit_node_use(node, 1);
     }
 
-    if (st->again) {
-        /* a failure came meanwhile: the answer may be older than it */
-        st->again = 0;
-        ngx_http_redis_ratelimit_sentinel_ask();
+    /* "mapped": no other address takes its node over */
+    node->mapped = 1;
+    ngx_http_redis_ratelimit_node_use(node, 1);
 
-    } else if (!st->timer.timer_set) {
-        st->polling = 1;
-        ngx_add_timer(&st->timer, NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY);
+    if (old) {
+        old->mapped = 0;
+        ngx_http_redis_ratelimit_node_use(old, 0);
+    }
+
+    if (rrl_refresher_answered(&st->refresher)) {
+        ngx_http_redis_ratelimit_sentinel_ask();
     }
 
     return;
 
-next:
+failed:
 
-    st->current++;
-    ngx_http_redis_ratelimit_sentinel_retry();
+    rrl_refresher_failed(&st->refresher);
 }

@@ -1,0 +1,33 @@
+// Metrics counting's extern "C" functions (rrl_metrics_count.h); none can
+// throw.
+#include "metrics_count.hpp"
+#include "rrl_metrics_count.h"
+
+int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
+                                int passed) noexcept {
+    auto counter = rrl::metrics_request_counter(status, rejected != 0,
+                                                decided != 0, passed != 0);
+    return counter ? static_cast<int>(*counter) : -1;
+}
+
+int rrl_metrics_reply_error(int replied, int array, const char* error,
+                            size_t len) noexcept {
+    std::optional<std::string_view> text;
+    if (error != nullptr) text = std::string_view(error, len);
+    return rrl::metrics_reply_error(replied != 0, array != 0, text)
+        .value_or(-1);
+}
+
+int rrl_metrics_rtt(int64_t sent_us, int64_t now_us, uint64_t* rtt_us,
+                    size_t* bucket) noexcept {
+    auto rtt = rrl::metrics_rtt(sent_us, now_us);
+    if (!rtt) return 0;
+    *rtt_us = *rtt;
+    *bucket = rrl_metrics_bucket(*rtt);
+    return 1;
+}
+
+void rrl_metrics_gauge_node(rrl_metrics_t* m, int connected,
+                            int breaker_state) noexcept {
+    rrl::metrics_gauge_node(m, connected != 0, breaker_state);
+}

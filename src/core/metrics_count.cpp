@@ -1,0 +1,52 @@
+#include "metrics_count.hpp"
+
+#include "error_reply.hpp"
+
+namespace rrl {
+
+std::optional<std::size_t> metrics_request_counter(unsigned status,
+                                                   bool rejected, bool decided,
+                                                   bool passed) {
+    if (status == 0 || status > RRL_METRICS_STATUSES) return std::nullopt;
+    if (rejected && decided && passed) return std::nullopt;
+    return status - 1;
+}
+
+std::optional<int> metrics_reply_error(bool replied, bool array,
+                                       std::optional<std::string_view> error) {
+    if (!replied) return RRL_METRICS_ERR_CONNECTION;
+    if (array) return std::nullopt;
+    if (!error) return RRL_METRICS_ERR_BAD_REPLY;
+    switch (error_kind(*error)) {
+        case RRL_REPLY_NOSCRIPT:
+            return RRL_METRICS_ERR_NOSCRIPT;
+        case RRL_REPLY_MOVED:
+            return RRL_METRICS_ERR_MOVED;
+        case RRL_REPLY_ASK:
+            return RRL_METRICS_ERR_ASK;
+        default:
+            return RRL_METRICS_ERR_ERROR_REPLY;
+    }
+}
+
+std::optional<std::uint64_t> metrics_rtt(std::int64_t sent_us,
+                                         std::int64_t now_us) {
+    if (sent_us <= 0 || now_us < sent_us) return std::nullopt;
+    return static_cast<std::uint64_t>(now_us - sent_us);
+}
+
+void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state) {
+    if (connected) m->connections++;
+    switch (breaker_state) {
+        case RRL_BREAKER_OPEN:
+            m->circuits[RRL_METRICS_CIRCUIT_OPEN]++;
+            break;
+        case RRL_BREAKER_HALF_OPEN:
+            m->circuits[RRL_METRICS_CIRCUIT_HALF_OPEN]++;
+            break;
+        default:
+            m->circuits[RRL_METRICS_CIRCUIT_CLOSED]++;
+    }
+}
+
+}  // namespace rrl

@@ -1,0 +1,29 @@
+// What counts as what in "redis_ratelimit_metrics": a request in the
+// counters of its zones, a script call's reply as an error kind and a
+// round trip, a node in use in the gauges. metrics.hpp formats the page.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "rrl.h"
+
+namespace rrl {
+
+std::optional<std::size_t> metrics_request_counter(unsigned status,
+                                                   bool rejected, bool decided,
+                                                   bool passed);
+
+// error: an error reply's text, nullopt for another reply
+std::optional<int> metrics_reply_error(bool replied, bool array,
+                                       std::optional<std::string_view> error);
+
+// the round trip, when it counts
+std::optional<std::uint64_t> metrics_rtt(std::int64_t sent_us,
+                                         std::int64_t now_us);
+
+void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state);
+
+}  // namespace rrl

@@ -1,0 +1,48 @@
+/*
+ * The C API of metrics counting (metrics_count.hpp): what a request, a
+ * script call's reply and a node count as in "redis_ratelimit_metrics".
+ */
+
+#ifndef RRL_METRICS_COUNT_H
+#define RRL_METRICS_COUNT_H
+
+#include "rrl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The counter (index of rrl_metrics_zone_t's requests) a zone counts a
+ * request in, -1: none. status: $redis_ratelimit_status's number (0: none
+ * yet); rejected: the status is a rejection (dry run or not); decided: each
+ * limit has its own result; passed: this zone's limit passed. A rejection
+ * counts in the zones that rejected it.
+ */
+int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
+    int passed) RRL_NOEXCEPT;
+
+/*
+ * The RRL_METRICS_ERR_ kind a script call's reply counts as, -1: none (an
+ * array: the script answered). replied: 0 when the connection was lost;
+ * error: an error reply's text (NULL: not an error reply).
+ */
+int rrl_metrics_reply_error(int replied, int array, const char *error,
+    size_t len) RRL_NOEXCEPT;
+
+/*
+ * A call sent at sent_us (0: not known) and answered at now_us: 1 and its
+ * round trip's *rtt_us and *bucket, 0 when it counts in no bucket.
+ */
+int rrl_metrics_rtt(int64_t sent_us, int64_t now_us, uint64_t *rtt_us,
+    size_t *bucket) RRL_NOEXCEPT;
+
+/* adds a node in use to the gauges: connected or not, its circuit's state */
+void rrl_metrics_gauge_node(rrl_metrics_t *m, int connected,
+    int breaker_state) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_METRICS_COUNT_H */

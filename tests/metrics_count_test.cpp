@@ -1,0 +1,75 @@
+// Metrics counting (rrl_metrics_*): which counter a request counts in,
+// which error kind a reply counts as, round trips, and the gauges of nodes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "rrl_metrics_count.h"
+
+namespace {
+
+TEST(MetricsCount, RequestsCountInTheirStatus) {
+    EXPECT_EQ(rrl_metrics_request_counter(0, 0, 0, 0), -1);  // no status
+    EXPECT_EQ(rrl_metrics_request_counter(1, 0, 1, 1), 0);
+    EXPECT_EQ(rrl_metrics_request_counter(RRL_METRICS_STATUSES, 0, 0, 0),
+              RRL_METRICS_STATUSES - 1);
+    EXPECT_EQ(rrl_metrics_request_counter(RRL_METRICS_STATUSES + 1, 0, 0, 0),
+              -1);
+}
+
+TEST(MetricsCount, ARejectionCountsInTheZonesThatRejected) {
+    EXPECT_EQ(rrl_metrics_request_counter(2, 1, 1, 1), -1);  // this passed
+    EXPECT_EQ(rrl_metrics_request_counter(2, 1, 1, 0), 1);
+    // not decided limit by limit (e.g. failed closed): every zone
+    EXPECT_EQ(rrl_metrics_request_counter(2, 1, 0, 1), 1);
+    // a pass counts everywhere
+    EXPECT_EQ(rrl_metrics_request_counter(1, 0, 1, 0), 0);
+}
+
+int kind(int replied, int array, const char* error) {
+    return rrl_metrics_reply_error(replied, array, error,
+                                   error ? std::strlen(error) : 0);
+}
+
+TEST(MetricsCount, RepliesAsErrorKinds) {
+    EXPECT_EQ(kind(0, 0, nullptr), RRL_METRICS_ERR_CONNECTION);
+    EXPECT_EQ(kind(1, 1, nullptr), -1);
+    EXPECT_EQ(kind(1, 0, nullptr), RRL_METRICS_ERR_BAD_REPLY);
+    EXPECT_EQ(kind(1, 0, "NOSCRIPT No matching script"),
+              RRL_METRICS_ERR_NOSCRIPT);
+    EXPECT_EQ(kind(1, 0, "MOVED 3999 127.0.0.1:6381"), RRL_METRICS_ERR_MOVED);
+    EXPECT_EQ(kind(1, 0, "ASK 3999 127.0.0.1:6381"), RRL_METRICS_ERR_ASK);
+    EXPECT_EQ(kind(1, 0, "READONLY You can't write"),
+              RRL_METRICS_ERR_ERROR_REPLY);
+    EXPECT_EQ(kind(1, 0, "ERR something"), RRL_METRICS_ERR_ERROR_REPLY);
+    EXPECT_EQ(kind(1, 0, ""), RRL_METRICS_ERR_ERROR_REPLY);
+}
+
+TEST(MetricsCount, RoundTrips) {
+    uint64_t rtt = 9;
+    size_t bucket = 99;
+    EXPECT_EQ(rrl_metrics_rtt(0, 1000, &rtt, &bucket), 0);    // sent unknown
+    EXPECT_EQ(rrl_metrics_rtt(1000, 999, &rtt, &bucket), 0);  // clock back
+    EXPECT_EQ(rtt, 9u);
+    EXPECT_EQ(rrl_metrics_rtt(1000, 1000, &rtt, &bucket), 1);
+    EXPECT_EQ(rtt, 0u);
+    EXPECT_EQ(bucket, 0u);
+    EXPECT_EQ(rrl_metrics_rtt(1000, 1000 + 2000000, &rtt, &bucket), 1);
+    EXPECT_EQ(rtt, 2000000u);
+    EXPECT_EQ(bucket, static_cast<size_t>(RRL_METRICS_BUCKETS - 1));
+}
+
+TEST(MetricsCount, GaugesOfNodes) {
+    rrl_metrics_t m;
+    std::memset(&m, 0, sizeof(m));
+    rrl_metrics_gauge_node(&m, 1, RRL_BREAKER_CLOSED);
+    rrl_metrics_gauge_node(&m, 0, RRL_BREAKER_OPEN);
+    rrl_metrics_gauge_node(&m, 1, RRL_BREAKER_HALF_OPEN);
+    rrl_metrics_gauge_node(&m, 0, RRL_BREAKER_OPEN);
+    EXPECT_EQ(m.connections, 2u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_CLOSED], 1u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_HALF_OPEN], 1u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_OPEN], 2u);
+}
+
+}  // namespace
