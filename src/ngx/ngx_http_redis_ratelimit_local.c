@@ -1,10 +1,9 @@
 
 /*
  * "redis_ratelimit_fail local": while Redis fails, each nginx decides on
- * its own, in a shared memory zone of its workers. As limit_req's zones:
- * an rbtree of the keys (the script's Redis keys, by their CRC32) with an
- * LRU queue, oldest nodes expired when memory runs out. The algorithms
- * are the core's (rrl_local_check()): the script's arithmetic.
+ * its own, in a shared memory table of its workers
+ * (ngx_http_redis_ratelimit_shm.c), one entry per Redis key of the script.
+ * The rules are the core's (rrl_local_zone.h): the script's arithmetic.
  */
 
 
@@ -13,6 +12,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_shm.h"
+#include "rrl_local_zone.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_NAME     "redis_ratelimit_local"
@@ -22,28 +23,12 @@
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND    1
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED  2
 
-
-typedef struct {
-    u_char                       color;
-    u_char                       busy;
-    u_short                      len;
-    ngx_queue_t                  queue;
-    int64_t                      expire;      /* us: the state is over */
-    rrl_local_state_t            state;
-    u_char                       data[1];
-} ngx_http_redis_ratelimit_local_node_t;
+#define ngx_http_redis_ratelimit_local_entry(sn)                             \
+    ((rrl_local_entry_t *) (sn)->entry)
 
 
 typedef struct {
-    ngx_rbtree_t                 rbtree;
-    ngx_rbtree_node_t            sentinel;
-    ngx_queue_t                  queue;
-} ngx_http_redis_ratelimit_local_shctx_t;
-
-
-typedef struct {
-    ngx_http_redis_ratelimit_local_shctx_t  *sh;
-    ngx_slab_pool_t             *shpool;
+    ngx_http_redis_ratelimit_shm_t  shm;
 
     /* where the size was given first, for the error on another size */
     ngx_str_t                    size;
@@ -52,21 +37,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_local_ctx_t;
 
 
-static ngx_http_redis_ratelimit_local_node_t *
-    ngx_http_redis_ratelimit_local_lookup(
-    ngx_http_redis_ratelimit_local_ctx_t *ctx, ngx_str_t *key,
-    uint32_t hash);
-static ngx_http_redis_ratelimit_local_node_t *
-    ngx_http_redis_ratelimit_local_alloc(
-    ngx_http_redis_ratelimit_local_ctx_t *ctx, ngx_str_t *key, int64_t now);
-static void ngx_http_redis_ratelimit_local_free(
-    ngx_http_redis_ratelimit_local_ctx_t *ctx,
-    ngx_http_redis_ratelimit_local_node_t *lr);
-static void ngx_http_redis_ratelimit_local_expire(
-    ngx_http_redis_ratelimit_local_ctx_t *ctx, int64_t now, ngx_uint_t n);
-static void ngx_http_redis_ratelimit_local_rbtree_insert_value(
-    ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
-    ngx_rbtree_node_t *sentinel);
 static ngx_int_t ngx_http_redis_ratelimit_local_init_zone(
     ngx_shm_zone_t *shm_zone, void *data);
 
@@ -79,26 +49,22 @@ ngx_int_t
 ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    int64_t                                  now, *v;
-    ngx_int_t                                rc;
-    ngx_str_t                                key;
-    ngx_uint_t                               i, n, passed, limit, burst;
-    ngx_time_t                              *tp;
-    rrl_local_state_t                       *next;
-    rrl_limit_result_t                       result;
-    const rrl_local_state_t                 *state;
-    ngx_http_redis_ratelimit_zone_t         *zone;
-    ngx_http_redis_ratelimit_local_ctx_t    *lctx;
-    ngx_http_redis_ratelimit_local_node_t  **nodes, *lr;
-
-    static rrl_local_state_t  empty;
+    int64_t                                 now, *v;
+    ngx_int_t                               rc;
+    ngx_str_t                               key;
+    ngx_uint_t                              i, n, passed;
+    ngx_time_t                             *tp;
+    rrl_local_entry_t                      *next;
+    ngx_http_redis_ratelimit_zone_t        *zone;
+    ngx_http_redis_ratelimit_local_ctx_t   *lctx;
+    ngx_http_redis_ratelimit_shm_node_t   **nodes, *sn;
 
     n = ctx->nlimits;
     lctx = ctx->conf->local_zone->data;
 
     nodes = ngx_pcalloc(r->pool,
-                  n * sizeof(ngx_http_redis_ratelimit_local_node_t *));
-    next = ngx_palloc(r->pool, n * sizeof(rrl_local_state_t));
+                        n * sizeof(ngx_http_redis_ratelimit_shm_node_t *));
+    next = ngx_palloc(r->pool, n * sizeof(rrl_local_entry_t));
 
     if (nodes == NULL || next == NULL) {
         return NGX_ERROR;
@@ -111,7 +77,7 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     passed = 1;
     rc = NGX_OK;
 
-    ngx_shmtx_lock(&lctx->shpool->mutex);
+    ngx_http_redis_ratelimit_shm_lock(&lctx->shm);
 
     for (i = 0; i < n; i++) {
         key.data = (u_char *) ctx->argv[3 + i];
@@ -125,42 +91,32 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             goto done;
         }
 
-        state = &empty;
+        sn = ngx_http_redis_ratelimit_shm_lookup(&lctx->shm, &key);
 
-        lr = ngx_http_redis_ratelimit_local_lookup(lctx, &key,
-                                          ngx_crc32_short(key.data, key.len));
-        if (lr) {
+        if (sn) {
             /* the most recently used, and not expired while in use */
-            lr->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND;
-            ngx_queue_remove(&lr->queue);
-            ngx_queue_insert_head(&lctx->sh->queue, &lr->queue);
-
-            if (lr->expire > now) {
-                state = &lr->state;
-            }
+            sn->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND;
+            ngx_http_redis_ratelimit_shm_touch(&lctx->shm, sn);
         }
 
-        nodes[i] = lr;
+        nodes[i] = sn;
 
         zone = ctx->limits[i]->zone;
-        ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
-                                              &limit, &burst);
+        v = &ctx->result.values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i];
 
-        if (rrl_local_check(zone->algorithm, limit, zone->period, burst,
-                            ctx->costs[i], now, state, &next[i], &result)
+        if (rrl_local_zone_check(zone->algorithm, zone->limit, zone->period,
+                                 zone->burst, ctx->conf->local_share,
+                                 ctx->costs[i], now,
+                                 sn ? ngx_http_redis_ratelimit_local_entry(sn)
+                                    : NULL,
+                                 &next[i], v)
             != RRL_OK)
         {
             rc = NGX_ERROR;
             goto done;
         }
 
-        v = &ctx->result.values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i];
-        v[0] = result.passed;
-        v[1] = result.remaining;
-        v[2] = result.reset_after_us;
-        v[3] = result.retry_after_us;
-
-        passed = passed && result.passed;
+        passed = passed && v[0];
     }
 
     if (passed) {
@@ -175,20 +131,21 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             key.data = (u_char *) ctx->argv[3 + i];
             key.len = ctx->argvlen[3 + i];
 
-            nodes[i] = ngx_http_redis_ratelimit_local_alloc(lctx, &key, now);
+            nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key,
+                                                          now);
             if (nodes[i] == NULL) {
+                ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                              "could not allocate node%s",
+                              lctx->shm.shpool->log_ctx);
                 rc = NGX_ERROR;
                 goto done;
             }
+
+            nodes[i]->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED;
         }
 
         for (i = 0; i < n; i++) {
-            v = &ctx->result.values[RRL_REPLY_HEADER
-                                    + RRL_REPLY_PER_LIMIT * i];
-
-            /* a pass's reset time is how long the state matters */
-            nodes[i]->state = next[i];
-            nodes[i]->expire = now + v[2];
+            *ngx_http_redis_ratelimit_local_entry(nodes[i]) = next[i];
         }
     }
 
@@ -199,42 +156,37 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
 done:
 
     for (i = 0; i < n; i++) {
-        lr = nodes[i];
+        sn = nodes[i];
 
-        if (lr == NULL) {
+        if (sn == NULL) {
             continue;
         }
 
-        if (rc != NGX_OK && lr->busy == NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED)
+        if (rc != NGX_OK && sn->busy == NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED)
         {
-            ngx_http_redis_ratelimit_local_free(lctx, lr);
+            ngx_http_redis_ratelimit_shm_free(&lctx->shm, sn);
             continue;
         }
 
-        lr->busy = 0;
+        sn->busy = 0;
     }
 
-    ngx_shmtx_unlock(&lctx->shpool->mutex);
+    ngx_http_redis_ratelimit_shm_unlock(&lctx->shm);
 
     return rc;
 }
 
 
-/*
- * local_share=1/K: each of K servers allows its share, at least one
- * request per period; a token bucket keeps at least one token.
- */
-
 void
 ngx_http_redis_ratelimit_local_limits(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_uint_t share, ngx_uint_t *limit, ngx_uint_t *burst)
 {
-    *limit = ngx_max(zone->limit / share, 1);
-    *burst = zone->burst / share;
+    uint64_t  l, b;
 
-    if (zone->algorithm == RRL_TOKEN_BUCKET && *burst == 0) {
-        *burst = 1;
-    }
+    rrl_local_share(zone->algorithm, zone->limit, zone->burst, share, &l, &b);
+
+    *limit = (ngx_uint_t) l;
+    *burst = (ngx_uint_t) b;
 }
 
 
@@ -242,187 +194,8 @@ ngx_uint_t
 ngx_http_redis_ratelimit_local_capacity(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_uint_t share)
 {
-    ngx_uint_t  limit, burst;
-
-    ngx_http_redis_ratelimit_local_limits(zone, share, &limit, &burst);
-
-    return (ngx_uint_t) rrl_capacity(zone->algorithm, limit, burst);
-}
-
-
-static ngx_http_redis_ratelimit_local_node_t *
-ngx_http_redis_ratelimit_local_lookup(ngx_http_redis_ratelimit_local_ctx_t *ctx,
-    ngx_str_t *key, uint32_t hash)
-{
-    ngx_int_t                               rc;
-    ngx_rbtree_node_t                      *node, *sentinel;
-    ngx_http_redis_ratelimit_local_node_t  *lr;
-
-    node = ctx->sh->rbtree.root;
-    sentinel = ctx->sh->rbtree.sentinel;
-
-    while (node != sentinel) {
-
-        if (hash < node->key) {
-            node = node->left;
-            continue;
-        }
-
-        if (hash > node->key) {
-            node = node->right;
-            continue;
-        }
-
-        /* hash == node->key */
-
-        lr = (ngx_http_redis_ratelimit_local_node_t *) &node->color;
-
-        rc = ngx_memn2cmp(key->data, lr->data, key->len, (size_t) lr->len);
-
-        if (rc == 0) {
-            return lr;
-        }
-
-        node = (rc < 0) ? node->left : node->right;
-    }
-
-    return NULL;
-}
-
-
-static ngx_http_redis_ratelimit_local_node_t *
-ngx_http_redis_ratelimit_local_alloc(ngx_http_redis_ratelimit_local_ctx_t *ctx,
-    ngx_str_t *key, int64_t now)
-{
-    size_t                                  size;
-    ngx_rbtree_node_t                      *node;
-    ngx_http_redis_ratelimit_local_node_t  *lr;
-
-    size = offsetof(ngx_rbtree_node_t, color)
-           + offsetof(ngx_http_redis_ratelimit_local_node_t, data)
-           + key->len;
-
-    ngx_http_redis_ratelimit_local_expire(ctx, now, 1);
-
-    node = ngx_slab_alloc_locked(ctx->shpool, size);
-
-    if (node == NULL) {
-        ngx_http_redis_ratelimit_local_expire(ctx, now, 0);
-
-        node = ngx_slab_alloc_locked(ctx->shpool, size);
-        if (node == NULL) {
-            ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
-                          "could not allocate node%s", ctx->shpool->log_ctx);
-            return NULL;
-        }
-    }
-
-    node->key = ngx_crc32_short(key->data, key->len);
-
-    lr = (ngx_http_redis_ratelimit_local_node_t *) &node->color;
-
-    lr->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED;
-    lr->len = (u_short) key->len;
-    lr->expire = 0;
-    ngx_memzero(&lr->state, sizeof(rrl_local_state_t));
-    ngx_memcpy(lr->data, key->data, key->len);
-
-    ngx_rbtree_insert(&ctx->sh->rbtree, node);
-    ngx_queue_insert_head(&ctx->sh->queue, &lr->queue);
-
-    return lr;
-}
-
-
-static void
-ngx_http_redis_ratelimit_local_free(ngx_http_redis_ratelimit_local_ctx_t *ctx,
-    ngx_http_redis_ratelimit_local_node_t *lr)
-{
-    ngx_rbtree_node_t  *node;
-
-    node = (ngx_rbtree_node_t *)
-               ((u_char *) lr - offsetof(ngx_rbtree_node_t, color));
-
-    ngx_queue_remove(&lr->queue);
-    ngx_rbtree_delete(&ctx->sh->rbtree, node);
-    ngx_slab_free_locked(ctx->shpool, node);
-}
-
-
-/*
- * As limit_req's: n == 1 deletes one or two nodes whose state is over,
- * n == 0 the oldest node by force and then one or two such nodes. Nodes in
- * use by the request being decided are never deleted.
- */
-
-static void
-ngx_http_redis_ratelimit_local_expire(ngx_http_redis_ratelimit_local_ctx_t *ctx,
-    int64_t now, ngx_uint_t n)
-{
-    ngx_queue_t                            *q;
-    ngx_http_redis_ratelimit_local_node_t  *lr;
-
-    while (n < 3) {
-
-        if (ngx_queue_empty(&ctx->sh->queue)) {
-            return;
-        }
-
-        q = ngx_queue_last(&ctx->sh->queue);
-
-        lr = ngx_queue_data(q, ngx_http_redis_ratelimit_local_node_t, queue);
-
-        if (lr->busy) {
-            return;
-        }
-
-        if (n++ != 0 && lr->expire > now) {
-            return;
-        }
-
-        ngx_http_redis_ratelimit_local_free(ctx, lr);
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_local_rbtree_insert_value(ngx_rbtree_node_t *temp,
-    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
-{
-    ngx_rbtree_node_t                     **p;
-    ngx_http_redis_ratelimit_local_node_t  *lrn, *lrnt;
-
-    for ( ;; ) {
-
-        if (node->key < temp->key) {
-
-            p = &temp->left;
-
-        } else if (node->key > temp->key) {
-
-            p = &temp->right;
-
-        } else { /* node->key == temp->key */
-
-            lrn = (ngx_http_redis_ratelimit_local_node_t *) &node->color;
-            lrnt = (ngx_http_redis_ratelimit_local_node_t *) &temp->color;
-
-            p = (ngx_memn2cmp(lrn->data, lrnt->data, lrn->len, lrnt->len) < 0)
-                ? &temp->left : &temp->right;
-        }
-
-        if (*p == sentinel) {
-            break;
-        }
-
-        temp = *p;
-    }
-
-    *p = node;
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
+    return (ngx_uint_t) rrl_local_capacity(zone->algorithm, zone->limit,
+                                           zone->burst, share);
 }
 
 
@@ -581,52 +354,14 @@ ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_redis_ratelimit_local_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
-    ngx_http_redis_ratelimit_local_ctx_t  *octx = data;
-
-    size_t                                 len;
     ngx_http_redis_ratelimit_local_ctx_t  *ctx;
 
     ctx = shm_zone->data;
 
-    if (octx) {
-        /* a reload: the states are the same whatever the configuration */
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return NGX_OK;
-    }
+    /* a reload keeps the states: they are the same whatever the zones */
+    ctx->shm.size = sizeof(rrl_local_entry_t);
+    ctx->shm.end = offsetof(rrl_local_entry_t, end_us);
+    ctx->shm.what = "local zone";
 
-    ctx->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        ctx->sh = ctx->shpool->data;
-        return NGX_OK;
-    }
-
-    ctx->sh = ngx_slab_alloc(ctx->shpool,
-                             sizeof(ngx_http_redis_ratelimit_local_shctx_t));
-    if (ctx->sh == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->shpool->data = ctx->sh;
-
-    ngx_rbtree_init(&ctx->sh->rbtree, &ctx->sh->sentinel,
-                    ngx_http_redis_ratelimit_local_rbtree_insert_value);
-
-    ngx_queue_init(&ctx->sh->queue);
-
-    len = sizeof(" in redis_ratelimit local zone \"\"")
-          + shm_zone->shm.name.len;
-
-    ctx->shpool->log_ctx = ngx_slab_alloc(ctx->shpool, len);
-    if (ctx->shpool->log_ctx == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_sprintf(ctx->shpool->log_ctx, " in redis_ratelimit local zone \"%V\"%Z",
-                &shm_zone->shm.name);
-
-    ctx->shpool->log_nomem = 0;
-
-    return NGX_OK;
+    return ngx_http_redis_ratelimit_shm_init_zone(shm_zone, data);
 }

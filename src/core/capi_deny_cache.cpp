@@ -1,0 +1,23 @@
+// The C API of rrl_deny_cache.h: nothing here throws.
+#include "deny_cache.hpp"
+#include "rrl_deny_cache.h"
+
+int rrl_deny_usable(int dry_run, int cluster, int combined) noexcept {
+    return rrl::deny_usable(dry_run != 0, cluster != 0, combined != 0) ? 1 : 0;
+}
+
+rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
+                                uint64_t period_ms, uint64_t burst,
+                                uint32_t redis, uint64_t cost) noexcept {
+    return rrl::deny_limit(algorithm, limit, period_ms, burst, redis, cost);
+}
+
+uint32_t rrl_deny_redis(uint32_t tag, const void* field, size_t len) noexcept {
+    return rrl::deny_redis(tag, field, len);
+}
+
+int rrl_deny_answer(const rrl_deny_entry_t* entry,
+                    const rrl_deny_limit_t* limit, int64_t now_us,
+                    int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
+    return rrl::deny_answer(entry, *limit, now_us, values);
+}

@@ -1,0 +1,33 @@
+// The C API of rrl_local_zone.h.
+#include "capi.hpp"
+#include "local_zone.hpp"
+#include "rrl_local_zone.h"
+
+using rrl::capi::guarded;
+
+void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
+                     uint64_t share, uint64_t* local_limit,
+                     uint64_t* local_burst) noexcept {
+    rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
+    *local_limit = s.limit;
+    *local_burst = s.burst;
+}
+
+uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
+                            uint64_t share) noexcept {
+    rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
+    return rrl_capacity(algorithm, s.limit, s.burst);
+}
+
+int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
+                         uint64_t burst, uint64_t share, uint64_t cost,
+                         int64_t now_us, const rrl_local_entry_t* entry,
+                         rrl_local_entry_t* next,
+                         int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
+    return guarded("rrl_local_zone_check", RRL_ERROR, [&] {
+        return rrl::local_zone_check({algorithm, limit, period_ms, burst, cost},
+                                     share, now_us, entry, next, values)
+                   ? RRL_OK
+                   : RRL_ERROR;
+    });
+}

@@ -1,0 +1,51 @@
+/*
+ * A key's entry in a local zone ("redis_ratelimit_fail local"): its state
+ * and how long it matters, decided with rrl_local_check() on the share of
+ * a zone this server allows alone (local_share=1/K).
+ */
+
+#ifndef RRL_LOCAL_ZONE_H
+#define RRL_LOCAL_ZONE_H
+
+#include "rrl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a local zone keeps for a key: all zero when there is none. */
+typedef struct {
+    int64_t            end_us;  /* the state no longer matters from then */
+    rrl_local_state_t  state;
+} rrl_local_entry_t;
+
+/*
+ * N and burst of a zone (burst as rrl_burst() gives it) that one of share
+ * servers allows alone: its share of each, at least one request per
+ * period, and a token bucket keeps at least one token. A share of 0 is 1.
+ */
+void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
+    uint64_t share, uint64_t *local_limit, uint64_t *local_burst)
+    RRL_NOEXCEPT;
+
+/* rrl_capacity() of the share: X-RateLimit-Limit while decided locally. */
+uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
+    uint64_t share) RRL_NOEXCEPT;
+
+/*
+ * Decides one limit of a request at now_us, with the zone's share, on the
+ * key's *entry (NULL: none; an entry that has ended counts as none): values
+ * holds the limit's part of the script's reply, and *next the entry to keep
+ * if the request passes (every limit of it), which matters until the
+ * limit's reset. RRL_ERROR as rrl_local_check().
+ */
+int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
+    uint64_t burst, uint64_t share, uint64_t cost, int64_t now_us,
+    const rrl_local_entry_t *entry, rrl_local_entry_t *next,
+    int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_LOCAL_ZONE_H */

@@ -1,0 +1,68 @@
+
+/*
+ * The module's shared memory tables (the deny cache, the local zones), as
+ * limit_req's zones: entries of one size by key, in an rbtree of the keys'
+ * CRC32 and an LRU queue; when memory runs out, ended entries and then the
+ * oldest are dropped. Every call but init_zone is made under the lock.
+ */
+
+
+#ifndef _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_
+#define _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+typedef struct {
+    ngx_rbtree_t                 rbtree;
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  queue;
+} ngx_http_redis_ratelimit_shm_sh_t;
+
+
+/* the first member of the zone's data; its user sets size, end and what */
+typedef struct {
+    ngx_http_redis_ratelimit_shm_sh_t  *sh;
+    ngx_slab_pool_t             *shpool;
+    size_t                       size;        /* of an entry */
+    size_t                       end;         /* offset of its int64_t end */
+    char                        *what;        /* in the slab's messages */
+} ngx_http_redis_ratelimit_shm_t;
+
+
+typedef struct {
+    u_char                       color;
+    u_char                       busy;        /* in use: never dropped */
+    u_short                      len;         /* of the key */
+    u_short                      size;        /* of the entry, the key next */
+    ngx_queue_t                  queue;
+    int64_t                      entry[1];
+} ngx_http_redis_ratelimit_shm_node_t;
+
+
+#define ngx_http_redis_ratelimit_shm_lock(shm)                               \
+    ngx_shmtx_lock(&(shm)->shpool->mutex)
+#define ngx_http_redis_ratelimit_shm_unlock(shm)                             \
+    ngx_shmtx_unlock(&(shm)->shpool->mutex)
+
+/* the most recently used */
+#define ngx_http_redis_ratelimit_shm_touch(shm, sn)                          \
+    ngx_queue_remove(&(sn)->queue);                                          \
+    ngx_queue_insert_head(&(shm)->sh->queue, &(sn)->queue)
+
+
+/* a zone's init; a reload of the same size keeps the entries */
+ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_lookup(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key);
+/* a new entry, zeroed, the most recent (key->len <= 0xffff); NULL: full */
+ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_alloc(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key, int64_t now);
+void ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_http_redis_ratelimit_shm_node_t *node);
+
+
+#endif /* _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_ */

@@ -1,0 +1,188 @@
+// rrl_local_zone.h: the share of a zone one server allows alone with
+// local_share=1/K, and a key's entry in a local zone: decided as
+// rrl_local_check() on that share, an ended entry counting as none, kept
+// until the limit's reset.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "rrl.h"
+#include "rrl_local_zone.h"
+
+namespace {
+
+constexpr std::int64_t kMs = 1000;
+constexpr std::int64_t kNow = 1700000000LL * 1000 * kMs;
+
+struct Share {
+    std::uint64_t limit;
+    std::uint64_t burst;
+};
+
+Share share_of(int algorithm, std::uint64_t limit, std::uint64_t burst,
+               std::uint64_t share) {
+    Share s{};
+    rrl_local_share(algorithm, limit, burst, share, &s.limit, &s.burst);
+    return s;
+}
+
+TEST(LocalShare, OneShareIsTheWholeZone) {
+    Share s = share_of(RRL_SLIDING_WINDOW, 100, 20, 1);
+    EXPECT_EQ(s.limit, 100u);
+    EXPECT_EQ(s.burst, 20u);
+    s = share_of(RRL_TOKEN_BUCKET, 100, 100, 1);
+    EXPECT_EQ(s.limit, 100u);
+    EXPECT_EQ(s.burst, 100u);
+}
+
+TEST(LocalShare, ZeroIsOne) {
+    Share s = share_of(RRL_FIXED_WINDOW, 100, 20, 0);
+    EXPECT_EQ(s.limit, 100u);
+    EXPECT_EQ(s.burst, 20u);
+}
+
+TEST(LocalShare, DividesRoundingDown) {
+    Share s = share_of(RRL_FIXED_WINDOW, 100, 20, 3);
+    EXPECT_EQ(s.limit, 33u);
+    EXPECT_EQ(s.burst, 6u);
+    s = share_of(RRL_LEAKY_BUCKET, 10, 9, 4);
+    EXPECT_EQ(s.limit, 2u);
+    EXPECT_EQ(s.burst, 2u);
+}
+
+TEST(LocalShare, AtLeastOneRequestPerPeriod) {
+    Share s = share_of(RRL_SLIDING_WINDOW, 3, 0, 10);
+    EXPECT_EQ(s.limit, 1u);
+    EXPECT_EQ(s.burst, 0u);
+    s = share_of(RRL_LEAKY_BUCKET, 3, 5, 10);
+    EXPECT_EQ(s.limit, 1u);
+    EXPECT_EQ(s.burst, 0u);  // leaky_bucket: no extra allowance
+}
+
+TEST(LocalShare, ATokenBucketKeepsAToken) {
+    Share s = share_of(RRL_TOKEN_BUCKET, 3, 3, 10);
+    EXPECT_EQ(s.limit, 1u);
+    EXPECT_EQ(s.burst, 1u);
+    s = share_of(RRL_TOKEN_BUCKET, 30, 30, 10);
+    EXPECT_EQ(s.burst, 3u);
+}
+
+TEST(LocalCapacity, IsTheCapacityOfTheShare) {
+    EXPECT_EQ(rrl_local_capacity(RRL_FIXED_WINDOW, 100, 20, 1), 120u);
+    EXPECT_EQ(rrl_local_capacity(RRL_FIXED_WINDOW, 100, 20, 4), 30u);
+    EXPECT_EQ(rrl_local_capacity(RRL_TOKEN_BUCKET, 100, 100, 4), 25u);
+    EXPECT_EQ(rrl_local_capacity(RRL_TOKEN_BUCKET, 3, 3, 10), 1u);
+    EXPECT_EQ(rrl_local_capacity(RRL_LEAKY_BUCKET, 10, 9, 4), 3u);
+    EXPECT_EQ(rrl_local_capacity(RRL_ALGORITHM_COUNT, 10, 9, 4), 0u);
+}
+
+// rrl_local_zone_check on a zone of 5r/s, burst, share and cost given
+int check(int algorithm, std::uint64_t burst, std::uint64_t share,
+          std::uint64_t cost, std::int64_t now, const rrl_local_entry_t* e,
+          rrl_local_entry_t* next, std::int64_t* v) {
+    return rrl_local_zone_check(algorithm, 5, 1000, burst, share, cost, now, e,
+                                next, v);
+}
+
+TEST(LocalZoneCheck, NoEntryIsAFreshKey) {
+    rrl_local_entry_t next{};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+    rrl_local_state_t none{};
+    rrl_local_state_t expected{};
+    rrl_limit_result_t r{};
+
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 2, kNow, nullptr, &next, v),
+              RRL_OK);
+    ASSERT_EQ(rrl_local_check(RRL_FIXED_WINDOW, 5, 1000, 0, 2, kNow, &none,
+                              &expected, &r),
+              RRL_OK);
+    EXPECT_EQ(v[0], 1);
+    EXPECT_EQ(v[0], r.passed);
+    EXPECT_EQ(v[1], 3);
+    EXPECT_EQ(v[1], r.remaining);
+    EXPECT_EQ(v[2], r.reset_after_us);
+    EXPECT_EQ(v[3], r.retry_after_us);
+    EXPECT_EQ(next.state.a, expected.a);
+    EXPECT_EQ(next.state.b, 2);
+    // kept until the window's end, when the count no longer matters
+    EXPECT_EQ(next.end_us, kNow + r.reset_after_us);
+    EXPECT_GT(next.end_us, kNow);
+}
+
+TEST(LocalZoneCheck, AnEntryGoesOnFromItsState) {
+    rrl_local_entry_t e{};
+    rrl_local_entry_t next{};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+
+    for (int i = 0; i < 5; i++) {
+        ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 1, kNow + i, &e, &next, v),
+                  RRL_OK);
+        EXPECT_EQ(v[0], 1) << i;
+        EXPECT_EQ(v[1], 4 - i) << i;
+        e = next;
+    }
+
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 1, kNow + 5, &e, &next, v), RRL_OK);
+    EXPECT_EQ(v[0], 0);
+    EXPECT_GT(v[3], 0);
+}
+
+TEST(LocalZoneCheck, AnEndedEntryCountsAsNone) {
+    rrl_local_entry_t e{};
+    rrl_local_entry_t next{};
+    rrl_local_entry_t fresh{};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+    std::int64_t w[RRL_REPLY_PER_LIMIT];
+
+    // a full token bucket's state that claims to matter until kNow
+    e.end_us = kNow;
+    e.state.a = kNow - 1;
+    e.state.c = 0;
+
+    ASSERT_EQ(check(RRL_TOKEN_BUCKET, 5, 1, 1, kNow, &e, &next, v), RRL_OK);
+    ASSERT_EQ(check(RRL_TOKEN_BUCKET, 5, 1, 1, kNow, nullptr, &fresh, w),
+              RRL_OK);
+    EXPECT_EQ(v[0], 1);
+    for (int i = 0; i < RRL_REPLY_PER_LIMIT; i++) EXPECT_EQ(v[i], w[i]) << i;
+    EXPECT_EQ(next.end_us, fresh.end_us);
+
+    // one us earlier it still matters: an empty bucket rejects
+    e.end_us = kNow + 1;
+    ASSERT_EQ(check(RRL_TOKEN_BUCKET, 5, 1, 1, kNow, &e, &next, v), RRL_OK);
+    EXPECT_EQ(v[0], 0);
+}
+
+TEST(LocalZoneCheck, DecidesOnTheShare) {
+    rrl_local_entry_t e{};
+    rrl_local_entry_t next{};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+
+    // 5r/s shared by 2: 2 requests a second here
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 2, 1, kNow, &e, &next, v), RRL_OK);
+    EXPECT_EQ(v[1], 1);
+    e = next;
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 2, 1, kNow, &e, &next, v), RRL_OK);
+    EXPECT_EQ(v[0], 1);
+    EXPECT_EQ(v[1], 0);
+    e = next;
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 2, 1, kNow, &e, &next, v), RRL_OK);
+    EXPECT_EQ(v[0], 0);
+
+    // a cost over the share's capacity never passes
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 2, 3, kNow, nullptr, &next, v),
+              RRL_OK);
+    EXPECT_EQ(v[0], 0);
+}
+
+TEST(LocalZoneCheck, RefusesWhatLocalCheckRefuses) {
+    rrl_local_entry_t next{};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+
+    EXPECT_EQ(check(RRL_ALGORITHM_COUNT, 0, 1, 1, kNow, nullptr, &next, v),
+              RRL_ERROR);
+    EXPECT_EQ(rrl_local_zone_check(RRL_FIXED_WINDOW, 5, 0, 0, 1, 1, kNow,
+                                   nullptr, &next, v),
+              RRL_ERROR);
+}
+
+}  // namespace
