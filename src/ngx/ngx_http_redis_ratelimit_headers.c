@@ -206,46 +206,6 @@ ngx_http_redis_ratelimit_add_draft(ngx_http_request_t *r,
 }
 
 
-rrl_policy_t *
-ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    ngx_uint_t                        i, limit, burst;
-    rrl_policy_t                     *policies;
-    ngx_http_redis_ratelimit_zone_t  *zone;
-
-    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
-    if (policies == NULL) {
-        return NULL;
-    }
-
-    for (i = 0; i < ctx->nlimits; i++) {
-        zone = ctx->limits[i]->zone;
-
-        if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
-            && ctx->conf->local_share > 1)
-        {
-            /* what this server allows alone */
-            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
-                                                  &limit, &burst);
-
-        } else {
-            limit = zone->limit;
-            burst = zone->burst;
-        }
-
-        policies[i].zone = (char *) zone->name.data;
-        policies[i].zone_len = zone->name.len;
-        policies[i].algorithm = (int) zone->algorithm;
-        policies[i].limit = limit;
-        policies[i].period_ms = zone->period;
-        policies[i].burst = burst;
-    }
-
-    return policies;
-}
-
-
 ngx_int_t
 ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf)
 {

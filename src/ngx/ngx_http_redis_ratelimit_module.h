@@ -191,8 +191,16 @@ typedef struct {
 } ngx_http_redis_ratelimit_ctx_t;
 
 
+/* handler: the preaccess phase and the request's context */
+ngx_int_t ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf);
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
+/* the limits of a decided request, as this server enforced them */
+rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+
+/* variables */
+ngx_int_t ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf);
 
 /* util: the bottom layer, calling no other file */
 
@@ -285,9 +293,6 @@ void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
-/* the limits of a decided request, as this server enforced them */
-rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
 extern ngx_module_t  ngx_http_redis_ratelimit_module;

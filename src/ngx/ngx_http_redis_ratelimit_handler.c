@@ -1,0 +1,758 @@
+
+/*
+ * The preaccess-phase handler: limits a request once, parks it while its
+ * Redis call is in flight, and applies the decision when it is resumed.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+
+
+#define NGX_HTTP_REDIS_RATELIMIT_NEW      0
+#define NGX_HTTP_REDIS_RATELIMIT_WAITING  1
+#define NGX_HTTP_REDIS_RATELIMIT_DECIDED  2
+#define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
+
+
+static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg,
+    ngx_uint_t *cost);
+static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static void ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
+static ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                             rc;
+    ngx_pool_cleanup_t                   *cln;
+    ngx_http_redis_ratelimit_ctx_t       *ctx;
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    /*
+     * The context is the main request's: it is limited once, by the first
+     * of it and its subrequests to get here. Another one that comes while
+     * that call is in flight (two mirrors, parallel SSI includes) waits
+     * for it and is resumed with it, then goes on as limited already.
+     */
+
+    if (ctx) {
+        switch (ctx->state) {
+
+        case NGX_HTTP_REDIS_RATELIMIT_WAITING:
+            return ngx_http_redis_ratelimit_wait(r, ctx);
+
+        case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
+            if (r != ctx->owner) {
+                return NGX_DECLINED;
+            }
+
+            ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+            return ngx_http_redis_ratelimit_answer(r, ctx);
+
+        default:
+            /* limited once already, before an internal redirect */
+            return NGX_DECLINED;
+        }
+    }
+
+    rlcf = ngx_http_get_module_loc_conf(r, ngx_http_redis_ratelimit_module);
+
+    if (rlcf->limits.nelts == 0) {
+        return NGX_DECLINED;
+    }
+
+    /* in a pool cleanup, so that it survives internal redirects */
+    cln = ngx_pool_cleanup_add(r->pool,
+                               sizeof(ngx_http_redis_ratelimit_ctx_t));
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = cln->data;
+    ngx_memzero(ctx, sizeof(ngx_http_redis_ratelimit_ctx_t));
+    ctx->conf = rlcf;
+    ctx->owner = r;
+
+    cln->handler = ngx_http_redis_ratelimit_ctx_cleanup;
+    ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+
+    rc = ngx_http_redis_ratelimit_prepare(r, rlcf, ctx);
+
+    if (rc != NGX_OK) {
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return rc;
+    }
+
+    if (ctx->nlimits == 0) {
+        /* every key was empty: no limit applies */
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return NGX_DECLINED;
+    }
+
+    /* read before the call: a rejection learned from it ends by Redis's */
+    ctx->sent = ngx_http_redis_ratelimit_clock();
+
+    if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
+        ngx_http_redis_ratelimit_decide_cached(r, ctx);
+        ngx_http_redis_ratelimit_metrics_request(ctx);
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return ngx_http_redis_ratelimit_answer(r, ctx);
+    }
+
+    ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
+                                              ngx_http_redis_ratelimit_done);
+
+    if (ctx->call == NULL) {
+        ngx_http_redis_ratelimit_fail(r, ctx);
+        ngx_http_redis_ratelimit_metrics_request(ctx);
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return ngx_http_redis_ratelimit_answer(r, ctx);
+    }
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
+
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+/* r waits for the call in flight of another request of its main request */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_waiter_t  *w;
+
+    if (r == ctx->owner) {
+        /* run again while parked: still waiting */
+        return NGX_AGAIN;
+    }
+
+    w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
+    if (w == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    w->request = r;
+    w->next = ctx->waiters;
+    ctx->waiters = w;
+
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+/* a reference on the main request until ngx_http_redis_ratelimit_resume() */
+
+static void
+ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
+{
+    r->main->count++;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+}
+
+
+/* evaluates keys and costs and builds the EVALSHA arguments */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    u_char                                *p;
+    size_t                                 len, *argvlen;
+    ngx_str_t                              key, cost, *keys, *arg;
+    ngx_uint_t                             i, n, nkeys, *costs;
+    const char                           **argv;
+    ngx_http_redis_ratelimit_zone_t       *zone;
+    ngx_http_redis_ratelimit_limit_t      *limits, **active;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+
+    limits = rlcf->limits.elts;
+    n = rlcf->limits.nelts;
+
+    active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
+    keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    arg = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+    argv = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(char *));
+    argvlen = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(size_t));
+
+    if (active == NULL || keys == NULL || arg == NULL || costs == NULL
+        || argv == NULL || argvlen == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    nkeys = 0;
+
+    for (i = 0; i < n; i++) {
+        zone = limits[i].zone;
+
+        if (ngx_http_complex_value(r, &zone->key, &key) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (key.len == 0) {
+            continue;
+        }
+
+        if (ngx_http_redis_ratelimit_cost(r, &limits[i], &cost,
+                                          &costs[nkeys])
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = ngx_pnalloc(r->pool, rrl_key_max_len(zone->name.len));
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        len = rrl_key_build((char *) p, (char *) zone->name.data,
+                            zone->name.len, zone->algorithm, key.data,
+                            key.len);
+        if (len == 0) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        active[nkeys] = &limits[i];
+        keys[nkeys] = key;
+        arg[nkeys] = cost;
+
+        argv[3 + nkeys] = (char *) p;
+        argvlen[3 + nkeys] = len;
+
+        nkeys++;
+    }
+
+    ctx->nlimits = nkeys;
+    ctx->limits = active;
+    ctx->keys = keys;
+    ctx->costs = costs;
+
+    if (nkeys == 0) {
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    argv[0] = "EVALSHA";
+    argvlen[0] = sizeof("EVALSHA") - 1;
+    argv[1] = (char *) rmcf->script_sha1.data;
+    argvlen[1] = rmcf->script_sha1.len;
+    argv[2] = (char *) p;
+    argvlen[2] = ngx_sprintf(p, "%ui", nkeys) - p;
+
+    /* ARGV[1]: no injected time, the script asks Redis */
+    argv[3 + nkeys] = "";
+    argvlen[3 + nkeys] = 0;
+
+    ctx->argc = 4 + nkeys;
+
+    for (i = 0; i < nkeys; i++) {
+        zone = active[i]->zone;
+
+#define ngx_http_redis_ratelimit_push(s)                                      \
+        argv[ctx->argc] = (char *) (s).data;                                  \
+        argvlen[ctx->argc++] = (s).len
+
+        ngx_http_redis_ratelimit_push(zone->algorithm_arg);
+        ngx_http_redis_ratelimit_push(zone->limit_arg);
+        ngx_http_redis_ratelimit_push(zone->period_arg);
+        ngx_http_redis_ratelimit_push(zone->burst_arg);
+        ngx_http_redis_ratelimit_push(arg[i]);
+
+#undef ngx_http_redis_ratelimit_push
+    }
+
+    ctx->argv = argv;
+    ctx->argvlen = argvlen;
+
+    ctx->result.capacity = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nkeys;
+    ctx->result.values = ngx_palloc(r->pool,
+                                    ctx->result.capacity * sizeof(int64_t));
+    ctx->limit_results = ngx_palloc(r->pool,
+                                    nkeys * sizeof(rrl_limit_result_t));
+
+    if (ctx->result.values == NULL || ctx->limit_results == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a constant cost, or the variable's, as the core reads it */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg, ngx_uint_t *n)
+{
+    u_char     *p;
+    uint64_t    cost;
+    ngx_str_t   value;
+
+    if (limit->cost_value == NULL) {
+        *arg = limit->cost_arg;
+        *n = limit->cost;
+        return NGX_OK;
+    }
+
+    if (ngx_http_complex_value(r, limit->cost_value, &value) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
+    cost = rrl_cost_parse(value.data, value.len);
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    arg->data = p;
+    arg->len = ngx_sprintf(p, "%uL", cost) - p;
+    *n = (ngx_uint_t) cost;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    ngx_connection_t                   *c;
+    ngx_http_redis_ratelimit_waiter_t  *w;
+
+    if (ctx->result.rc == NGX_OK) {
+        /* the turn's wait for the batch included: what the client waited */
+        ctx->rtt = ngx_http_redis_ratelimit_clock() - ctx->sent;
+        ctx->replied = 1;
+    }
+
+    ngx_http_redis_ratelimit_decide(r, ctx);
+    ngx_http_redis_ratelimit_metrics_request(ctx);
+
+    c = r->connection;
+
+    /*
+     * The request first, then those that waited for its call: posted, so
+     * that none runs while this list is read (the last one to end may free
+     * the main request's pool, and the list with it)
+     */
+
+    ngx_http_redis_ratelimit_post_resume(r);
+
+    for (w = ctx->waiters, ctx->waiters = NULL; w; w = w->next) {
+        ngx_http_redis_ratelimit_post_resume(w->request);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r)
+{
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_redis_ratelimit_resume;
+
+    if (ngx_http_post_request(r, NULL) != NGX_OK) {
+        ngx_http_redis_ratelimit_resume(r);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_resume(ngx_http_request_t *r)
+{
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    /* drops the reference taken when the request was parked */
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * The handler's answer once decided: with problem_json, a rejection by the
+ * limits is sent here, so that no error_page replaces its body.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (ctx->rc == NGX_DECLINED || !ctx->conf->problem_json
+        || !ctx->decided || ctx->decision.passed)
+    {
+        return ctx->rc;
+    }
+
+    ngx_http_finalize_request(r, ngx_http_redis_ratelimit_send_problem(r, ctx));
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    size_t         len;
+    ngx_int_t      rc;
+    ngx_str_t      type;
+    ngx_buf_t     *b;
+    rrl_policy_t  *policies;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    policies = ngx_http_redis_ratelimit_policies(r, ctx);
+    if (policies == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = rrl_problem_json(NULL, 0, (unsigned) ctx->rc, policies,
+                           ctx->limit_results, ctx->nlimits);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (len == 0 || b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last += rrl_problem_json((char *) b->pos, len, (unsigned) ctx->rc,
+                                policies, ctx->limit_results, ctx->nlimits);
+
+    ngx_str_set(&type, "application/problem+json");
+
+    return ngx_http_redis_ratelimit_send_body(r, ctx->rc, &type, b);
+}
+
+
+static void
+ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                             i;
+    ngx_http_redis_ratelimit_result_t     *result;
+    ngx_http_redis_ratelimit_loc_conf_t   *rlcf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rlcf = ctx->conf;
+    result = &ctx->result;
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DECIDED;
+
+    if (result->rc != NGX_OK) {
+        rmcf = ngx_http_get_module_main_conf(r,
+                                             ngx_http_redis_ratelimit_module);
+
+        ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: request to %V failed: "
+                                     "%*s",
+                                     result->node ? result->node
+                                                  : &rmcf->server,
+                                     result->error_len, result->error);
+        ngx_http_redis_ratelimit_fail(r, ctx);
+        return;
+    }
+
+    if (rrl_reply_decode(result->values, result->nvalues, ctx->nlimits,
+                         ctx->limit_results, &ctx->decision)
+        != RRL_OK)
+    {
+        /* the core has logged what was wrong with the reply */
+        ngx_http_redis_ratelimit_fail(r, ctx);
+        return;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        if ((uint64_t) ctx->limit_results[i].remaining
+            > ctx->limits[i]->zone->capacity)
+        {
+            /* more left than the zone can ever hold: not our script's */
+            ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: unexpected script "
+                                     "reply: remaining %L of zone \"%V\"",
+                                     (int64_t) ctx->limit_results[i].remaining,
+                                     &ctx->limits[i]->zone->name);
+            ngx_http_redis_ratelimit_fail(r, ctx);
+            return;
+        }
+    }
+
+    ctx->decided = 1;
+
+    if (ctx->decision.passed) {
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+
+    if (rlcf->dry_run) {
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN;
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
+    ctx->rc = rlcf->status_code;
+
+    ngx_http_redis_ratelimit_deny_learn(r, ctx);
+}
+
+
+static void
+ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL) {
+        ngx_http_redis_ratelimit_decide_local(r, ctx);
+        return;
+    }
+
+    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED) {
+        /* a dry run rejects nothing, whatever the cause */
+        ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED;
+        ctx->rc = ctx->conf->dry_run ? NGX_DECLINED
+                                     : (ngx_int_t) ctx->conf->status_code;
+        return;
+    }
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN;
+    ctx->rc = NGX_DECLINED;
+}
+
+
+/*
+ * fail local: the decision of this server's shared memory zone, in the
+ * shape of the script's reply, so that it is decoded, logged and sent in
+ * headers as one from Redis; FAILED_LOCAL whatever it is.
+ */
+
+static void
+ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    rlcf = ctx->conf;
+
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL;
+
+    if (ngx_http_redis_ratelimit_local_check(r, ctx) != NGX_OK
+        || rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
+                            ctx->nlimits, ctx->limit_results, &ctx->decision)
+           != RRL_OK)
+    {
+        /* no memory for the key: rejected, as limit_req does */
+        ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
+        return;
+    }
+
+    ctx->decided = 1;
+
+    if (ctx->decision.passed) {
+        ctx->rc = NGX_DECLINED;
+        return;
+    }
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+
+    ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
+}
+
+
+/*
+ * The deny cache rejected the request as Redis did a previous one of the
+ * key: decoded, logged and sent in headers as a rejection from Redis.
+ */
+
+static void
+ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ctx->decided = 1;
+    ctx->cached = 1;
+    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
+    ctx->rc = ctx->conf->status_code;
+
+    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+}
+
+
+static void
+ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    char                             *how;
+    size_t                            len;
+    ngx_str_t                        *key;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+    u_char                            printable[256];
+
+    how = ctx->cached ? " (cached)"
+          : (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL)
+            ? " (local)" : "";
+
+    zone = ctx->limits[ctx->decision.reported]->zone;
+    key = &ctx->keys[ctx->decision.reported];
+
+    len = rrl_printable((char *) printable, sizeof(printable), key->data,
+                        key->len);
+
+    ngx_log_error(ctx->conf->log_level, r->connection->log, 0,
+                  "limiting requests%s by zone \"%V\"%s, key \"%*s\", "
+                  "rate %V, retry after %Ls",
+                  ctx->conf->dry_run ? ", dry run," : "", &zone->name, how,
+                  len, printable, &zone->rate,
+                  (int64_t) ctx->decision.retry_after);
+}
+
+
+ngx_http_redis_ratelimit_ctx_t *
+ngx_http_redis_ratelimit_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    r = r->main;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_redis_ratelimit_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    /* an internal redirect wiped r->ctx; the pool still holds ours */
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_redis_ratelimit_ctx_cleanup) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+            return ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_redis_ratelimit_ctx_cleanup(void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    if (ctx->call) {
+        /* the client went away with the reply in flight */
+        ngx_http_redis_ratelimit_call_detach(ctx->call);
+    }
+}
+
+
+rrl_policy_t *
+ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                        i, limit, burst;
+    rrl_policy_t                     *policies;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
+    if (policies == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        zone = ctx->limits[i]->zone;
+
+        if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
+            && ctx->conf->local_share > 1)
+        {
+            /* what this server allows alone */
+            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
+                                                  &limit, &burst);
+
+        } else {
+            limit = zone->limit;
+            burst = zone->burst;
+        }
+
+        policies[i].zone = (char *) zone->name.data;
+        policies[i].zone_len = zone->name.len;
+        policies[i].algorithm = (int) zone->algorithm;
+        policies[i].limit = limit;
+        policies[i].period_ms = zone->period;
+        policies[i].burst = burst;
+    }
+
+    return policies;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* where limit_req runs: before access checks, so "satisfy" is moot */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_redis_ratelimit_handler;
+
+    return NGX_OK;
+}
