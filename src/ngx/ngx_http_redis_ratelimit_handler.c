@@ -35,16 +35,12 @@ static ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+static ngx_int_t ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static void ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
-static void ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
-static void ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
 static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
 static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
 
 
@@ -114,18 +110,16 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     }
 
     if (ctx->nlimits == 0) {
-        /* every key was empty: no limit applies */
-        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
+        ngx_http_redis_ratelimit_apply(r, ctx, RRL_OUTCOME_NO_KEY);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
-        return NGX_DECLINED;
+        return ctx->rc;
     }
 
     /* read before the call: a rejection learned from it ends by Redis's */
     ctx->sent = ngx_http_redis_ratelimit_clock();
 
     if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
-        ngx_http_redis_ratelimit_decide_cached(r, ctx);
-        ngx_http_redis_ratelimit_metrics_request(ctx);
+        ngx_http_redis_ratelimit_apply(r, ctx, RRL_OUTCOME_CACHED);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return ngx_http_redis_ratelimit_answer(r, ctx);
     }
@@ -134,8 +128,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
                                               ngx_http_redis_ratelimit_done);
 
     if (ctx->call == NULL) {
-        ngx_http_redis_ratelimit_fail(r, ctx);
-        ngx_http_redis_ratelimit_metrics_request(ctx);
+        ngx_http_redis_ratelimit_apply(r, ctx, RRL_OUTCOME_FAILED);
         ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
         return ngx_http_redis_ratelimit_answer(r, ctx);
     }
@@ -373,8 +366,9 @@ ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
         ctx->replied = 1;
     }
 
-    ngx_http_redis_ratelimit_decide(r, ctx);
-    ngx_http_redis_ratelimit_metrics_request(ctx);
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DECIDED;
+    ngx_http_redis_ratelimit_apply(r, ctx,
+                                   ngx_http_redis_ratelimit_outcome(r, ctx));
 
     c = r->connection;
 
@@ -427,9 +421,7 @@ static ngx_int_t
 ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    if (ctx->rc == NGX_DECLINED || !ctx->conf->problem_json
-        || !ctx->decided || ctx->decision.passed)
-    {
+    if (!ctx->problem) {
         return ctx->rc;
     }
 
@@ -476,19 +468,18 @@ ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
 }
 
 
-static void
-ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+/* what the call brought: a reply that the core decoded, or a failure */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
     ngx_uint_t                             i;
+    ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_result_t     *result;
-    ngx_http_redis_ratelimit_loc_conf_t   *rlcf;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
-    rlcf = ctx->conf;
     result = &ctx->result;
-
-    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DECIDED;
 
     if (result->rc != NGX_OK) {
         rmcf = ngx_http_get_module_main_conf(r,
@@ -500,8 +491,7 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
                                      result->node ? result->node
                                                   : &rmcf->server,
                                      result->error_len, result->error);
-        ngx_http_redis_ratelimit_fail(r, ctx);
-        return;
+        return RRL_OUTCOME_FAILED;
     }
 
     if (rrl_reply_decode(result->values, result->nvalues, ctx->nlimits,
@@ -509,153 +499,121 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
         != RRL_OK)
     {
         /* the core has logged what was wrong with the reply */
-        ngx_http_redis_ratelimit_fail(r, ctx);
-        return;
+        return RRL_OUTCOME_FAILED;
     }
 
     for (i = 0; i < ctx->nlimits; i++) {
-        if ((uint64_t) ctx->limit_results[i].remaining
-            > ctx->limits[i]->zone->capacity)
-        {
+        zone = ctx->limits[i]->zone;
+
+        if ((uint64_t) ctx->limit_results[i].remaining > zone->capacity) {
             /* more left than the zone can ever hold: not our script's */
             ngx_http_redis_ratelimit_log_failure(r->connection->log,
                                      "redis_ratelimit: unexpected script "
                                      "reply: remaining %L of zone \"%V\"",
                                      (int64_t) ctx->limit_results[i].remaining,
-                                     &ctx->limits[i]->zone->name);
-            ngx_http_redis_ratelimit_fail(r, ctx);
-            return;
+                                     &zone->name);
+            return RRL_OUTCOME_FAILED;
         }
     }
 
-    ctx->decided = 1;
-
-    if (ctx->decision.passed) {
-        ctx->status = NGX_HTTP_REDIS_RATELIMIT_PASSED;
-        ctx->rc = NGX_DECLINED;
-        return;
-    }
-
-    ngx_http_redis_ratelimit_log_rejection(r, ctx);
-
-    if (rlcf->dry_run) {
-        ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN;
-        ctx->rc = NGX_DECLINED;
-        return;
-    }
-
-    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
-    ctx->rc = rlcf->status_code;
-
-    ngx_http_redis_ratelimit_deny_learn(r, ctx);
-}
-
-
-static void
-ngx_http_redis_ratelimit_fail(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL) {
-        ngx_http_redis_ratelimit_decide_local(r, ctx);
-        return;
-    }
-
-    if (ctx->conf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED) {
-        /* a dry run rejects nothing, whatever the cause */
-        ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED;
-        ctx->rc = ctx->conf->dry_run ? NGX_DECLINED
-                                     : (ngx_int_t) ctx->conf->status_code;
-        return;
-    }
-
-    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN;
-    ctx->rc = NGX_DECLINED;
+    return RRL_OUTCOME_REPLY;
 }
 
 
 /*
- * fail local: the decision of this server's shared memory zone, in the
- * shape of the script's reply, so that it is decoded, logged and sent in
- * headers as one from Redis; FAILED_LOCAL whatever it is.
+ * Applies the core's verdict on the outcome. fail local: the decision of
+ * this server's shared memory zone, in the shape of the script's reply, so
+ * that it is decoded, logged and sent in headers as one from Redis.
  */
 
 static void
-ngx_http_redis_ratelimit_decide_local(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
+ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
 {
+    rrl_verdict_t                         v;
+    rrl_settings_t                        s;
     ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
 
     rlcf = ctx->conf;
 
-    ctx->status = NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL;
+    s.fail = rlcf->fail;
+    s.dry_run = rlcf->dry_run;
+    s.status_code = rlcf->status_code;
+    s.problem_json = rlcf->problem_json;
+    s.headers = rlcf->headers;
+    s.local_share = rlcf->local_share;
 
-    if (ngx_http_redis_ratelimit_local_check(r, ctx) != NGX_OK
-        || rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
-                            ctx->nlimits, ctx->limit_results, &ctx->decision)
-           != RRL_OK)
+    ngx_memzero(&v, sizeof(rrl_verdict_t));
+
+    while (rrl_decide(&s, outcome, ctx->decision.passed, &v) == RRL_OK
+           && v.ask_local)
     {
-        /* no memory for the key: rejected, as limit_req does */
-        ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
-        return;
+        outcome = (ngx_http_redis_ratelimit_local_check(r, ctx) == NGX_OK
+                   && rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
+                                       ctx->nlimits, ctx->limit_results,
+                                       &ctx->decision)
+                      == RRL_OK)
+                  ? RRL_OUTCOME_LOCAL : RRL_OUTCOME_LOCAL_FAILED;
     }
 
-    ctx->decided = 1;
+    ctx->status = v.status;
+    ctx->rc = v.code ? (ngx_int_t) v.code : NGX_DECLINED;
+    ctx->decided = v.decided;
+    ctx->problem = v.problem;
+    ctx->show = v.show;
 
-    if (ctx->decision.passed) {
-        ctx->rc = NGX_DECLINED;
-        return;
+    if (v.log) {
+        ngx_http_redis_ratelimit_log_rejection(r, ctx, outcome);
     }
 
-    ngx_http_redis_ratelimit_log_rejection(r, ctx);
+    if (v.learn) {
+        ngx_http_redis_ratelimit_deny_learn(r, ctx);
+    }
 
-    ctx->rc = rlcf->dry_run ? NGX_DECLINED : (ngx_int_t) rlcf->status_code;
+    ngx_http_redis_ratelimit_metrics_request(ctx);
 }
 
 
-/*
- * The deny cache rejected the request as Redis did a previous one of the
- * key: decoded, logged and sent in headers as a rejection from Redis.
- */
-
-static void
-ngx_http_redis_ratelimit_decide_cached(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    ctx->decided = 1;
-    ctx->cached = 1;
-    ctx->status = NGX_HTTP_REDIS_RATELIMIT_REJECTED;
-    ctx->rc = ctx->conf->status_code;
-
-    ngx_http_redis_ratelimit_log_rejection(r, ctx);
-}
-
+/* the message, of the limit the headers report, is the core's */
 
 static void
 ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
 {
-    char                             *how;
+    u_char                           *p;
     size_t                            len;
     ngx_str_t                        *key;
     ngx_http_redis_ratelimit_zone_t  *zone;
-    u_char                            printable[256];
 
-    how = ctx->cached ? " (cached)"
-          : (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL)
-            ? " (local)" : "";
+    if (r->connection->log->log_level < ctx->conf->log_level) {
+        return;
+    }
 
     zone = ctx->limits[ctx->decision.reported]->zone;
     key = &ctx->keys[ctx->decision.reported];
 
-    len = rrl_printable((char *) printable, sizeof(printable), key->data,
-                        key->len);
+    for (p = NULL, len = 0; /* void */; /* void */) {
+        len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
+                                    outcome, (char *) zone->name.data,
+                                    zone->name.len, key->data, key->len,
+                                    (char *) zone->rate.data, zone->rate.len,
+                                    ctx->decision.retry_after);
+        if (p || len == 0) {
+            break;
+        }
 
-    ngx_log_error(ctx->conf->log_level, r->connection->log, 0,
-                  "limiting requests%s by zone \"%V\"%s, key \"%*s\", "
-                  "rate %V, retry after %Ls",
-                  ctx->conf->dry_run ? ", dry run," : "", &zone->name, how,
-                  len, printable, &zone->rate,
-                  (int64_t) ctx->decision.retry_after);
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return;
+        }
+    }
+
+    if (len == 0) {
+        return;
+    }
+
+    ngx_log_error(ctx->conf->log_level, r->connection->log, 0, "%*s",
+                  len, p);
 }
 
 
@@ -714,9 +672,7 @@ ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
     for (i = 0; i < ctx->nlimits; i++) {
         zone = ctx->limits[i]->zone;
 
-        if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
-            && ctx->conf->local_share > 1)
-        {
+        if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
             /* what this server allows alone */
             ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
                                                   &limit, &burst);

@@ -41,7 +41,6 @@ static ngx_int_t
 ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 {
     ngx_int_t                         rc;
-    ngx_uint_t                        local, share;
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -57,18 +56,16 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     ctx->headers_done = 1;
 
-    local = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL);
-    share = ctx->conf->local_share;
+    /* which headers: the core's, when the request was decided */
 
-    if (ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY) {
+    if (ctx->show & RRL_SHOW_LEGACY) {
         zone = ctx->limits[ctx->decision.reported]->zone;
 
-        if (local && share > 1) {
-            /* what this server allows alone */
+        if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
             rc = ngx_http_redis_ratelimit_add_number(r,
                                   &ngx_http_redis_ratelimit_limit_header,
                                   ngx_http_redis_ratelimit_local_capacity(zone,
-                                                                      share));
+                                                     ctx->conf->local_share));
 
         } else {
             rc = ngx_http_redis_ratelimit_add_header(r,
@@ -90,16 +87,13 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
         }
     }
 
-    if ((ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT)
+    if ((ctx->show & RRL_SHOW_DRAFT)
         && ngx_http_redis_ratelimit_add_draft(r, ctx) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    /* standard HTTP on a 429 or 503, whatever the headers mode */
-
-    if ((ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
-         || (local && !ctx->decision.passed && !ctx->conf->dry_run))
+    if ((ctx->show & RRL_SHOW_RETRY_AFTER)
         && ngx_http_redis_ratelimit_add_number(r,
                                 &ngx_http_redis_ratelimit_retry_after_header,
                                 ctx->decision.retry_after)

@@ -207,15 +207,10 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
     for (i = 0; i < ctx->nlimits; i++) {
         entry = ctx->limits[i]->zone->metrics;
 
-        if ((ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
-             || ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN)
-            && ctx->decided && ctx->limit_results[i].passed)
+        if (entry
+            && rrl_counts_in_zone(ctx->status, ctx->decided,
+                                  ctx->decided && ctx->limit_results[i].passed))
         {
-            /* a rejection counts in the zones that rejected it */
-            continue;
-        }
-
-        if (entry) {
             (void) ngx_atomic_fetch_add(&entry->requests[ctx->status - 1], 1);
         }
     }

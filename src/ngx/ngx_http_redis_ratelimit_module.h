@@ -14,18 +14,20 @@
 #include <ngx_http.h>
 
 #include "rrl.h"
+#include "rrl_decision.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_PASSED            1
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          2
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  3
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       4
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     5
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      6
+/* $redis_ratelimit_status and the fail modes: the core's */
+#define NGX_HTTP_REDIS_RATELIMIT_PASSED            RRL_STATUS_PASSED
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          RRL_STATUS_REJECTED
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  RRL_STATUS_REJECTED_DRY_RUN
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       RRL_STATUS_FAILED_OPEN
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     RRL_STATUS_FAILED_CLOSED
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      RRL_STATUS_FAILED_LOCAL
 
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         0
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        2
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         RRL_FAIL_OPEN
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       RRL_FAIL_CLOSED
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        RRL_FAIL_LOCAL
 
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       0
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      1
@@ -33,8 +35,8 @@
 
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
 /* bits: "both" is legacy and draft */
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     2
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    RRL_SHOW_LEGACY
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     RRL_SHOW_DRAFT
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
 
 /* the module's own shared memory zones: no "local_zone=" may take them */
@@ -184,8 +186,10 @@ typedef struct {
     int64_t                      sent;        /* deny cache clock, us */
     int64_t                      rtt;         /* us, when replied */
 
+    unsigned                     show;        /* RRL_SHOW_*: headers */
+
     unsigned                     decided:1;   /* decision is valid */
-    unsigned                     cached:1;    /* by the deny cache */
+    unsigned                     problem:1;   /* a problem+json body */
     unsigned                     headers_done:1;
     unsigned                     replied:1;   /* Redis answered: rtt */
 } ngx_http_redis_ratelimit_ctx_t;

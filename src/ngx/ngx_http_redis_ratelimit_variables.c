@@ -50,21 +50,11 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
 };
 
 
-static ngx_str_t  ngx_http_redis_ratelimit_status_text[] = {
-    ngx_null_string,
-    ngx_string("PASSED"),
-    ngx_string("REJECTED"),
-    ngx_string("REJECTED_DRY_RUN"),
-    ngx_string("FAILED_OPEN"),
-    ngx_string("FAILED_CLOSED"),
-    ngx_string("FAILED_LOCAL")
-};
-
-
 static ngx_int_t
 ngx_http_redis_ratelimit_status_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
+    size_t                           len;
     ngx_http_redis_ratelimit_ctx_t  *ctx;
 
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
@@ -74,11 +64,11 @@ ngx_http_redis_ratelimit_status_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    v->len = ngx_http_redis_ratelimit_status_text[ctx->status].len;
+    v->data = (u_char *) rrl_status_text(ctx->status, &len);
+    v->len = len;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
-    v->data = ngx_http_redis_ratelimit_status_text[ctx->status].data;
 
     return NGX_OK;
 }
