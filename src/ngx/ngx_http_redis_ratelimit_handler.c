@@ -10,6 +10,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "rrl_call_args.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_NEW      0
@@ -22,9 +23,6 @@ static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static ngx_int_t ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg,
-    ngx_uint_t *cost);
 static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
@@ -180,18 +178,18 @@ ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
 }
 
 
-/* evaluates keys and costs and builds the EVALSHA arguments */
+/* evaluates keys and costs; the core lays out the script call's arguments */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    u_char                                *p;
-    size_t                                 len, *argvlen;
-    ngx_str_t                              key, cost, *keys, *arg;
+    char                                  *buf;
+    size_t                                 size;
+    ngx_str_t                              key, cost, *keys;
     ngx_uint_t                             i, n, nkeys, *costs;
-    const char                           **argv;
+    rrl_call_limit_t                      *call, *c;
     ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limits, **active;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -203,14 +201,10 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
     keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
-    arg = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
     costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
-    argv = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(char *));
-    argvlen = ngx_palloc(r->pool, (4 + 6 * n) * sizeof(size_t));
+    call = ngx_palloc(r->pool, n * sizeof(rrl_call_limit_t));
 
-    if (active == NULL || keys == NULL || arg == NULL || costs == NULL
-        || argv == NULL || argvlen == NULL)
-    {
+    if (active == NULL || keys == NULL || costs == NULL || call == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -227,33 +221,32 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             continue;
         }
 
-        if (ngx_http_redis_ratelimit_cost(r, &limits[i], &cost,
-                                          &costs[nkeys])
-            != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        costs[nkeys] = limits[i].cost;
+
+        if (limits[i].cost_value) {
+            if (ngx_http_complex_value(r, limits[i].cost_value, &cost)
+                != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
+            costs[nkeys] = (ngx_uint_t) rrl_cost_parse(cost.data, cost.len);
         }
 
-        p = ngx_pnalloc(r->pool, rrl_key_max_len(zone->name.len));
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        len = rrl_key_build((char *) p, (char *) zone->name.data,
-                            zone->name.len, zone->algorithm, key.data,
-                            key.len);
-        if (len == 0) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+        c = &call[nkeys];
+        c->zone = (char *) zone->name.data;
+        c->zone_len = zone->name.len;
+        c->algorithm = zone->algorithm;
+        c->limit = zone->limit;
+        c->period_ms = zone->period;
+        c->burst = zone->burst;
+        c->cost = costs[nkeys];
+        c->key = key.data;
+        c->key_len = key.len;
 
         active[nkeys] = &limits[i];
-        keys[nkeys] = key;
-        arg[nkeys] = cost;
-
-        argv[3 + nkeys] = (char *) p;
-        argvlen[3 + nkeys] = len;
-
-        nkeys++;
+        keys[nkeys++] = key;
     }
 
     ctx->nlimits = nkeys;
@@ -265,42 +258,12 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ctx->argc = RRL_CALL_ARGC(nkeys);
 
-    argv[0] = "EVALSHA";
-    argvlen[0] = sizeof("EVALSHA") - 1;
-    argv[1] = (char *) rmcf->script_sha1.data;
-    argvlen[1] = rmcf->script_sha1.len;
-    argv[2] = (char *) p;
-    argvlen[2] = ngx_sprintf(p, "%ui", nkeys) - p;
-
-    /* ARGV[1]: no injected time, the script asks Redis */
-    argv[3 + nkeys] = "";
-    argvlen[3 + nkeys] = 0;
-
-    ctx->argc = 4 + nkeys;
-
-    for (i = 0; i < nkeys; i++) {
-        zone = active[i]->zone;
-
-#define ngx_http_redis_ratelimit_push(s)                                      \
-        argv[ctx->argc] = (char *) (s).data;                                  \
-        argvlen[ctx->argc++] = (s).len
-
-        ngx_http_redis_ratelimit_push(zone->algorithm_arg);
-        ngx_http_redis_ratelimit_push(zone->limit_arg);
-        ngx_http_redis_ratelimit_push(zone->period_arg);
-        ngx_http_redis_ratelimit_push(zone->burst_arg);
-        ngx_http_redis_ratelimit_push(arg[i]);
-
-#undef ngx_http_redis_ratelimit_push
-    }
-
-    ctx->argv = argv;
-    ctx->argvlen = argvlen;
+    size = rrl_call_args_size(call, nkeys);
+    buf = ngx_pnalloc(r->pool, size);
+    ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
+    ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
 
     ctx->result.capacity = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nkeys;
     ctx->result.values = ngx_palloc(r->pool,
@@ -308,45 +271,15 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ctx->limit_results = ngx_palloc(r->pool,
                                     nkeys * sizeof(rrl_limit_result_t));
 
-    if (ctx->result.values == NULL || ctx->limit_results == NULL) {
+    if (size == 0 || buf == NULL || ctx->argv == NULL || ctx->argvlen == NULL
+        || ctx->result.values == NULL || ctx->limit_results == NULL
+        || rrl_call_args(buf, size, (char *) rmcf->script_sha1.data,
+                         rmcf->script_sha1.len, call, nkeys, ctx->argv,
+                         ctx->argvlen)
+           != RRL_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    return NGX_OK;
-}
-
-
-/* a constant cost, or the variable's, as the core reads it */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_cost(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_limit_t *limit, ngx_str_t *arg, ngx_uint_t *n)
-{
-    u_char     *p;
-    uint64_t    cost;
-    ngx_str_t   value;
-
-    if (limit->cost_value == NULL) {
-        *arg = limit->cost_arg;
-        *n = limit->cost;
-        return NGX_OK;
-    }
-
-    if (ngx_http_complex_value(r, limit->cost_value, &value) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
-    cost = rrl_cost_parse(value.data, value.len);
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    arg->data = p;
-    arg->len = ngx_sprintf(p, "%uL", cost) - p;
-    *n = (ngx_uint_t) cost;
 
     return NGX_OK;
 }
