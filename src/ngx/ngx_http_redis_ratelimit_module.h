@@ -199,6 +199,16 @@ typedef struct {
 ngx_int_t ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf);
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
+
+/*
+ * decision: applies the core's verdict on an outcome (RRL_OUTCOME_*;
+ * REPLY: ctx->result, checked first) to the request
+ */
+void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
+/* the handler's rc once decided; a problem+json rejection is sent here */
+ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 /* the limits of a decided request, as this server enforced them */
 rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
