@@ -1,12 +1,13 @@
 // rrl::call_args and rrl_call_args: the script call's arguments, in the
 // layout the script and rrl_call_args.h's indexes expect.
+#include "call_args.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "call_args.hpp"
 #include "key.hpp"
 #include "rrl_call_args.h"
 
@@ -17,9 +18,14 @@ const std::string sha1(40, 'a');
 rrl_call_limit_t limit(const char* zone, int algorithm, uint64_t n,
                        uint64_t period, uint64_t burst, uint64_t cost,
                        const char* key) {
-    return {zone,   std::strlen(zone), algorithm,
-            n,      period,            burst,
-            cost,   reinterpret_cast<const unsigned char*>(key),
+    return {zone,
+            std::strlen(zone),
+            algorithm,
+            n,
+            period,
+            burst,
+            cost,
+            reinterpret_cast<const unsigned char*>(key),
             std::strlen(key)};
 }
 
@@ -46,16 +52,16 @@ std::vector<std::string> build(const std::vector<rrl_call_limit_t>& limits) {
 TEST(CallArgs, OneLimit) {
     auto args = build({limit("A", RRL_FIXED_WINDOW, 5, 1000, 0, 1, "k")});
     std::vector<std::string> expected = {
-        "EVALSHA", sha1, "1", "rrl:{A:k}:fw", "",
-        "fixed_window", "5", "1000", "0", "1"};
+        "EVALSHA", sha1, "1", "rrl:{A:k}:fw", "", "fixed_window", "5",
+        "1000",    "0",  "1"};
     EXPECT_EQ(args, expected);
 }
 
 TEST(CallArgs, LayoutOfSeveralLimits) {
-    auto args = build(
-        {limit("A", RRL_SLIDING_WINDOW, 10, 60000, 3, 2, "x"),
-         limit("B", RRL_TOKEN_BUCKET, 7, 1000, 20, 1000000000, "y"),
-         limit("C", RRL_LEAKY_BUCKET, 1, 86400000, 0, 2000000002, "")});
+    auto args =
+        build({limit("A", RRL_SLIDING_WINDOW, 10, 60000, 3, 2, "x"),
+               limit("B", RRL_TOKEN_BUCKET, 7, 1000, 20, 1000000000, "y"),
+               limit("C", RRL_LEAKY_BUCKET, 1, 86400000, 0, 2000000002, "")});
     size_t n = 3;
     ASSERT_EQ(args.size(), size_t{RRL_CALL_ARGC(3)});
     EXPECT_EQ(args[2], "3");
@@ -104,8 +110,8 @@ TEST(CallArgs, RefusesAnUnknownAlgorithmOrASmallBuffer) {
     char buf[256];
 
     EXPECT_EQ(rrl_call_args_size(&bad, 1), 0u);
-    EXPECT_EQ(rrl_call_args(buf, sizeof(buf), sha1.data(), sha1.size(), &bad,
-                            1, argv, argvlen),
+    EXPECT_EQ(rrl_call_args(buf, sizeof(buf), sha1.data(), sha1.size(), &bad, 1,
+                            argv, argvlen),
               RRL_ERROR);
 
     auto good = limit("A", RRL_FIXED_WINDOW, 1, 1000, 0, 1, "k");
@@ -115,7 +121,7 @@ TEST(CallArgs, RefusesAnUnknownAlgorithmOrASmallBuffer) {
 }
 
 TEST(CallArgs, CppSizeBoundsTheOutput) {
-    rrl::CallLimit l{"zone", rrl::algorithm(RRL_FIXED_WINDOW), 5, 1000, 0, 1,
+    rrl::CallLimit l{"zone",  rrl::algorithm(RRL_FIXED_WINDOW), 5, 1000, 0, 1,
                      "client"};
     std::string out;
     auto args = rrl::call_args(sha1, &l, 1, out);

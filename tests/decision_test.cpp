@@ -1,9 +1,10 @@
 // rrl::decide and its C API: what each outcome means for the request.
+#include "decision.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "decision.hpp"
 #include "rrl_decision.h"
 
 namespace {
@@ -70,8 +71,8 @@ TEST(Decision, ProblemJsonOnlyForARejectionSent) {
 }
 
 TEST(Decision, DryRunRejectsNothingAndLearnsNothing) {
-    auto v = rrl::decide(settings(rrl::FailMode::open, true), Outcome::reply,
-                         false);
+    auto v =
+        rrl::decide(settings(rrl::FailMode::open, true), Outcome::reply, false);
     EXPECT_EQ(v.status, Status::rejected_dry_run);
     EXPECT_EQ(v.code, 0u);
     EXPECT_TRUE(v.decided);
@@ -102,8 +103,8 @@ TEST(Decision, FailOpen) {
 }
 
 TEST(Decision, FailClosedRejectsUnlessDryRun) {
-    auto v = rrl::decide(settings(rrl::FailMode::closed), Outcome::failed,
-                         false);
+    auto v =
+        rrl::decide(settings(rrl::FailMode::closed), Outcome::failed, false);
     EXPECT_EQ(v.status, Status::failed_closed);
     EXPECT_EQ(v.code, 429u);
     EXPECT_FALSE(v.decided);
@@ -116,8 +117,8 @@ TEST(Decision, FailClosedRejectsUnlessDryRun) {
 }
 
 TEST(Decision, FailLocalAsksTheLocalZone) {
-    auto v = rrl::decide(settings(rrl::FailMode::local), Outcome::failed,
-                         false);
+    auto v =
+        rrl::decide(settings(rrl::FailMode::local), Outcome::failed, false);
     EXPECT_EQ(v.status, Status::failed_local);
     EXPECT_TRUE(v.ask_local);
     EXPECT_FALSE(v.decided);
@@ -178,9 +179,14 @@ TEST(Decision, RejectionCountsInTheZonesThatRejected) {
 }
 
 TEST(Decision, StatusText) {
-    const char* texts[] = {"",           "PASSED",          "REJECTED",
-                           "REJECTED_DRY_RUN", "FAILED_OPEN", "FAILED_CLOSED",
-                           "FAILED_LOCAL", ""};
+    const char* texts[] = {"",
+                           "PASSED",
+                           "REJECTED",
+                           "REJECTED_DRY_RUN",
+                           "FAILED_OPEN",
+                           "FAILED_CLOSED",
+                           "FAILED_LOCAL",
+                           ""};
     for (unsigned i = 0; i < 8; i++) {
         size_t len;
         const char* t = rrl_status_text(i, &len);
@@ -190,34 +196,34 @@ TEST(Decision, StatusText) {
 }
 
 TEST(Decision, RejectionMessage) {
-    EXPECT_EQ(rrl::rejection_message(false, Outcome::reply, "D", "t", "2r/d",
-                                     86400),
-              "limiting requests by zone \"D\", key \"t\", rate 2r/d, "
-              "retry after 86400s");
-    EXPECT_EQ(rrl::rejection_message(true, Outcome::local, "A", "a\"b", "5r/s",
-                                     1),
-              "limiting requests, dry run, by zone \"A\" (local), "
-              "key \"a\\x22b\", rate 5r/s, retry after 1s");
-    EXPECT_EQ(rrl::rejection_message(false, Outcome::cached, "A", "k", "5r/s",
-                                     2),
-              "limiting requests by zone \"A\" (cached), key \"k\", rate "
-              "5r/s, retry after 2s");
+    EXPECT_EQ(
+        rrl::rejection_message(false, Outcome::reply, "D", "t", "2r/d", 86400),
+        "limiting requests by zone \"D\", key \"t\", rate 2r/d, "
+        "retry after 86400s");
+    EXPECT_EQ(
+        rrl::rejection_message(true, Outcome::local, "A", "a\"b", "5r/s", 1),
+        "limiting requests, dry run, by zone \"A\" (local), "
+        "key \"a\\x22b\", rate 5r/s, retry after 1s");
+    EXPECT_EQ(
+        rrl::rejection_message(false, Outcome::cached, "A", "k", "5r/s", 2),
+        "limiting requests by zone \"A\" (cached), key \"k\", rate "
+        "5r/s, retry after 2s");
     std::string m = rrl::rejection_message(false, Outcome::reply, "A",
                                            std::string(1000, 'x'), "1r/s", 1);
     EXPECT_NE(m.find(std::string(253, 'x') + "...\""), std::string::npos);
 }
 
 TEST(DecisionCapi, Decide) {
-    rrl_settings_t s = {RRL_FAIL_CLOSED, 0, 503, 1,
-                        RRL_SHOW_LEGACY | RRL_SHOW_DRAFT, 1};
+    rrl_settings_t s = {
+        RRL_FAIL_CLOSED, 0, 503, 1, RRL_SHOW_LEGACY | RRL_SHOW_DRAFT, 1};
     rrl_verdict_t v;
     ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, &v), RRL_OK);
     EXPECT_EQ(v.status, unsigned{RRL_STATUS_REJECTED});
     EXPECT_EQ(v.code, 503u);
     EXPECT_TRUE(v.decided && v.learn && v.log && v.problem);
     EXPECT_FALSE(v.ask_local);
-    EXPECT_EQ(v.show,
-              unsigned{RRL_SHOW_LEGACY | RRL_SHOW_DRAFT | RRL_SHOW_RETRY_AFTER});
+    EXPECT_EQ(v.show, unsigned{RRL_SHOW_LEGACY | RRL_SHOW_DRAFT |
+                               RRL_SHOW_RETRY_AFTER});
 
     s.fail = RRL_FAIL_LOCAL;
     ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_FAILED, 0, &v), RRL_OK);
@@ -236,7 +242,7 @@ TEST(DecisionCapi, CountsAndMessage) {
     const unsigned char key[] = "k";
     char buf[128];
     size_t n = rrl_rejection_message(buf, sizeof(buf), 0, RRL_OUTCOME_REPLY,
-                                      "Z", 1, key, 1, "1r/s", 4, 3);
+                                     "Z", 1, key, 1, "1r/s", 4, 3);
     EXPECT_EQ(std::string(buf, n),
               "limiting requests by zone \"Z\", key \"k\", rate 1r/s, "
               "retry after 3s");

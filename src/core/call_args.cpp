@@ -10,7 +10,8 @@ namespace rrl {
 namespace {
 
 constexpr std::string_view evalsha = "EVALSHA";
-constexpr std::size_t number_max = std::numeric_limits<std::uint64_t>::digits10 + 1;
+constexpr std::size_t number_max =
+    std::numeric_limits<std::uint64_t>::digits10 + 1;
 
 }  // namespace
 
@@ -26,8 +27,8 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
 }
 
 std::vector<std::string_view> call_args(std::string_view sha1,
-                                        const CallLimit* limits,
-                                        std::size_t n, std::string& out) {
+                                        const CallLimit* limits, std::size_t n,
+                                        std::string& out) {
     std::vector<std::size_t> ends;
     ends.reserve(4 + (1 + RRL_ARGS_PER_LIMIT) * n);
 

@@ -30,7 +30,7 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n);
 // The call's arguments, appended to out (reserved by the caller, so that
 // views into it stay valid), one view each.
 std::vector<std::string_view> call_args(std::string_view sha1,
-                                        const CallLimit* limits,
-                                        std::size_t n, std::string& out);
+                                        const CallLimit* limits, std::size_t n,
+                                        std::string& out);
 
 }  // namespace rrl

@@ -15,10 +15,14 @@ bool to_limits(const rrl_call_limit_t* in, size_t n,
     for (size_t i = 0; i < n; i++) {
         const rrl::Algorithm* a = rrl::algorithm(in[i].algorithm);
         if (a == nullptr) return false;
-        out.push_back({{in[i].zone, in[i].zone_len}, a, in[i].limit,
-                       in[i].period_ms, in[i].burst, in[i].cost,
-                       {reinterpret_cast<const char*>(in[i].key),
-                        in[i].key_len}});
+        out.push_back(
+            {{in[i].zone, in[i].zone_len},
+             a,
+             in[i].limit,
+             in[i].period_ms,
+             in[i].burst,
+             in[i].cost,
+             {reinterpret_cast<const char*>(in[i].key), in[i].key_len}});
     }
     return true;
 }

@@ -71,11 +71,10 @@ size_t rrl_rejection_message(char* buf, size_t size, int dry_run, int outcome,
     if (!outcome_of(outcome, &o)) return 0;
 
     return guarded("rrl_rejection_message", size_t{0}, [&] {
-        return rrl::capi::put(
-            rrl::rejection_message(
-                dry_run != 0, o, {zone, zone_len},
-                {reinterpret_cast<const char*>(key), key_len},
-                {rate, rate_len}, retry_after),
-            buf, size);
+        return rrl::capi::put(rrl::rejection_message(
+                                  dry_run != 0, o, {zone, zone_len},
+                                  {reinterpret_cast<const char*>(key), key_len},
+                                  {rate, rate_len}, retry_after),
+                              buf, size);
     });
 }

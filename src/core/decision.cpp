@@ -40,7 +40,7 @@ Verdict decide(const Settings& s, Outcome outcome, bool passed) {
             return v;
 
         case Outcome::reply:
-            v.status = passed       ? Status::passed
+            v.status = passed      ? Status::passed
                        : s.dry_run ? Status::rejected_dry_run
                                    : Status::rejected;
             v.learn = !passed && !s.dry_run;
@@ -59,14 +59,14 @@ Verdict decide(const Settings& s, Outcome outcome, bool passed) {
 
     v.decided = true;
     v.log = !passed;
-    v.code = passed ? 0
+    v.code = passed                       ? 0
              : outcome == Outcome::cached ? s.status_code
                                           : rejection_code(s);
     v.problem = s.problem_json && v.code != 0;
     v.show = s.headers & (show::legacy | show::draft);
 
-    if (v.status == Status::rejected
-        || (v.status == Status::failed_local && v.code != 0)) {
+    if (v.status == Status::rejected ||
+        (v.status == Status::failed_local && v.code != 0)) {
         v.show |= show::retry_after;
     }
 
@@ -105,8 +105,7 @@ std::string_view status_text(Status status) {
 
 std::string rejection_message(bool dry_run, Outcome outcome,
                               std::string_view zone, std::string_view key,
-                              std::string_view rate,
-                              std::int64_t retry_after) {
+                              std::string_view rate, std::int64_t retry_after) {
     std::string m = "limiting requests";
     if (dry_run) m += ", dry run,";
     m += " by zone \"";
