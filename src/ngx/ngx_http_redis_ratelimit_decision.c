@@ -149,6 +149,8 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     zone = ctx->limits[ctx->decision.reported]->zone;
     key = &ctx->keys[ctx->decision.reported];
 
+    /* twice: its length, then the message */
+
     for (p = NULL, len = 0; /* void */; /* void */) {
         len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
                                     outcome, (char *) zone->name.data,

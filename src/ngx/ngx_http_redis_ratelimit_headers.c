@@ -62,6 +62,7 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
         zone = ctx->limits[ctx->decision.reported]->zone;
 
         if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
+            /* what this server allows alone */
             rc = ngx_http_redis_ratelimit_add_number(r,
                                   &ngx_http_redis_ratelimit_limit_header,
                                   ngx_http_redis_ratelimit_local_capacity(zone,
