@@ -41,7 +41,6 @@ static ngx_int_t
 ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 {
     ngx_int_t                         rc;
-    ngx_uint_t                        local, share;
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -57,18 +56,17 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     ctx->headers_done = 1;
 
-    local = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL);
-    share = ctx->conf->local_share;
+    /* which headers: the core's, when the request was decided */
 
-    if (ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY) {
+    if (ctx->show & RRL_SHOW_LEGACY) {
         zone = ctx->limits[ctx->decision.reported]->zone;
 
-        if (local && share > 1) {
+        if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
             /* what this server allows alone */
             rc = ngx_http_redis_ratelimit_add_number(r,
                                   &ngx_http_redis_ratelimit_limit_header,
                                   ngx_http_redis_ratelimit_local_capacity(zone,
-                                                                      share));
+                                                     ctx->conf->local_share));
 
         } else {
             rc = ngx_http_redis_ratelimit_add_header(r,
@@ -90,16 +88,13 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
         }
     }
 
-    if ((ctx->conf->headers & NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT)
+    if ((ctx->show & RRL_SHOW_DRAFT)
         && ngx_http_redis_ratelimit_add_draft(r, ctx) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    /* standard HTTP on a 429 or 503, whatever the headers mode */
-
-    if ((ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
-         || (local && !ctx->decision.passed && !ctx->conf->dry_run))
+    if ((ctx->show & RRL_SHOW_RETRY_AFTER)
         && ngx_http_redis_ratelimit_add_number(r,
                                 &ngx_http_redis_ratelimit_retry_after_header,
                                 ctx->decision.retry_after)
@@ -203,46 +198,6 @@ ngx_http_redis_ratelimit_add_draft(ngx_http_request_t *r,
     return ngx_http_redis_ratelimit_add_header(r,
                                    &ngx_http_redis_ratelimit_ratelimit_header,
                                    &value);
-}
-
-
-rrl_policy_t *
-ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    ngx_uint_t                        i, limit, burst;
-    rrl_policy_t                     *policies;
-    ngx_http_redis_ratelimit_zone_t  *zone;
-
-    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
-    if (policies == NULL) {
-        return NULL;
-    }
-
-    for (i = 0; i < ctx->nlimits; i++) {
-        zone = ctx->limits[i]->zone;
-
-        if (ctx->status == NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL
-            && ctx->conf->local_share > 1)
-        {
-            /* what this server allows alone */
-            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
-                                                  &limit, &burst);
-
-        } else {
-            limit = zone->limit;
-            burst = zone->burst;
-        }
-
-        policies[i].zone = (char *) zone->name.data;
-        policies[i].zone_len = zone->name.len;
-        policies[i].algorithm = (int) zone->algorithm;
-        policies[i].limit = limit;
-        policies[i].period_ms = zone->period;
-        policies[i].burst = burst;
-    }
-
-    return policies;
 }
 
 

@@ -15,18 +15,20 @@
 
 #include "rrl.h"
 #include "rrl_conf.h"
+#include "rrl_decision.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_PASSED            1
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          2
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  3
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       4
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     5
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      6
+/* $redis_ratelimit_status and the fail modes: the core's */
+#define NGX_HTTP_REDIS_RATELIMIT_PASSED            RRL_STATUS_PASSED
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          RRL_STATUS_REJECTED
+#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  RRL_STATUS_REJECTED_DRY_RUN
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       RRL_STATUS_FAILED_OPEN
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     RRL_STATUS_FAILED_CLOSED
+#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      RRL_STATUS_FAILED_LOCAL
 
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         0
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       1
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        2
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         RRL_FAIL_OPEN
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       RRL_FAIL_CLOSED
+#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        RRL_FAIL_LOCAL
 
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       RRL_SERVER_SINGLE
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      RRL_SERVER_CLUSTER
@@ -34,8 +36,8 @@
 
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
 /* bits: "both" is legacy and draft */
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    1
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     2
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    RRL_SHOW_LEGACY
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     RRL_SHOW_DRAFT
 #define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
 
 /* the module's own shared memory zones: no "local_zone=" may take them */
@@ -185,13 +187,17 @@ typedef struct {
     int64_t                      sent;        /* deny cache clock, us */
     int64_t                      rtt;         /* us, when replied */
 
+    unsigned                     show;        /* RRL_SHOW_*: headers */
+
     unsigned                     decided:1;   /* decision is valid */
-    unsigned                     cached:1;    /* by the deny cache */
+    unsigned                     problem:1;   /* a problem+json body */
     unsigned                     headers_done:1;
     unsigned                     replied:1;   /* Redis answered: rtt */
 } ngx_http_redis_ratelimit_ctx_t;
 
 
+/* handler: the preaccess phase and the request's context */
+ngx_int_t ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf);
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
@@ -217,6 +223,21 @@ ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
  */
 ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     ngx_str_t *word);
+/*
+ * decision: applies the core's verdict on an outcome (RRL_OUTCOME_*;
+ * REPLY: ctx->result, checked first) to the request
+ */
+void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
+/* the handler's rc once decided; a problem+json rejection is sent here */
+ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* the limits of a decided request, as this server enforced them */
+rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+
+/* variables */
+ngx_int_t ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf);
 
 /* util: the bottom layer, calling no other file */
 
@@ -313,9 +334,6 @@ void ngx_http_redis_ratelimit_metrics_gauges(
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);
-/* the limits of a decided request, as this server enforced them */
-rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
 extern ngx_module_t  ngx_http_redis_ratelimit_module;

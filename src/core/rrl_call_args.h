@@ -1,0 +1,58 @@
+/*
+ * The arguments of a request's script call (see call_args.hpp), built by
+ * the core from plain values, and where each one is in argv.
+ */
+
+#ifndef RRL_CALL_ARGS_H
+#define RRL_CALL_ARGS_H
+
+#include "rrl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * EVALSHA <sha1> <n> <key 1..n> "" then, per limit i: <algorithm> <N>
+ * <period ms> <burst> <cost>
+ */
+#define RRL_CALL_ARGC(n)      (4 + (1 + RRL_ARGS_PER_LIMIT) * (n))
+#define RRL_CALL_KEY(i)       (3 + (i))
+#define RRL_CALL_ARG(n, i, field)  (4 + (n) + RRL_ARGS_PER_LIMIT * (i) + (field))
+
+#define RRL_CALL_ALGORITHM  0
+#define RRL_CALL_LIMIT      1
+#define RRL_CALL_PERIOD     2
+#define RRL_CALL_BURST      3
+#define RRL_CALL_COST       4
+
+/* one limit of the request whose key is not empty */
+typedef struct {
+    const char           *zone;
+    size_t                zone_len;
+    int                   algorithm;
+    uint64_t              limit;       /* N of rate=Nr/PERIOD */
+    uint64_t              period_ms;
+    uint64_t              burst;       /* as the algorithm uses it */
+    uint64_t              cost;
+    const unsigned char  *key;         /* the client's, as evaluated */
+    size_t                key_len;
+} rrl_call_limit_t;
+
+/* the most bytes rrl_call_args() writes for these limits; 0: bad algorithm */
+size_t rrl_call_args_size(const rrl_call_limit_t *limits, size_t n)
+    RRL_NOEXCEPT;
+
+/*
+ * Writes the call's RRL_CALL_ARGC(n) arguments into buf (size bytes, from
+ * rrl_call_args_size()), each pointed to by argv and its length in argvlen.
+ */
+int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
+    const rrl_call_limit_t *limits, size_t n, const char **argv,
+    size_t *argvlen) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_CALL_ARGS_H */

@@ -1,0 +1,270 @@
+
+/*
+ * The core's verdict applied to a request: its status and response, the
+ * rejection's log line, the deny cache, the metrics, and the problem+json
+ * body of a rejection.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+
+
+static ngx_int_t ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
+static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+
+
+/* what the call brought: a reply that the core decoded, or a failure */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                             i;
+    ngx_http_redis_ratelimit_zone_t       *zone;
+    ngx_http_redis_ratelimit_result_t     *result;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    result = &ctx->result;
+
+    if (result->rc != NGX_OK) {
+        rmcf = ngx_http_get_module_main_conf(r,
+                                             ngx_http_redis_ratelimit_module);
+
+        ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: request to %V failed: "
+                                     "%*s",
+                                     result->node ? result->node
+                                                  : &rmcf->server,
+                                     result->error_len, result->error);
+        return RRL_OUTCOME_FAILED;
+    }
+
+    if (rrl_reply_decode(result->values, result->nvalues, ctx->nlimits,
+                         ctx->limit_results, &ctx->decision)
+        != RRL_OK)
+    {
+        /* the core has logged what was wrong with the reply */
+        return RRL_OUTCOME_FAILED;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        zone = ctx->limits[i]->zone;
+
+        if ((uint64_t) ctx->limit_results[i].remaining > zone->capacity) {
+            /* more left than the zone can ever hold: not our script's */
+            ngx_http_redis_ratelimit_log_failure(r->connection->log,
+                                     "redis_ratelimit: unexpected script "
+                                     "reply: remaining %L of zone \"%V\"",
+                                     (int64_t) ctx->limit_results[i].remaining,
+                                     &zone->name);
+            return RRL_OUTCOME_FAILED;
+        }
+    }
+
+    return RRL_OUTCOME_REPLY;
+}
+
+
+/*
+ * Applies the core's verdict on the outcome. fail local: the decision of
+ * this server's shared memory zone, in the shape of the script's reply, so
+ * that it is decoded, logged and sent in headers as one from Redis.
+ */
+
+void
+ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
+{
+    rrl_verdict_t                         v;
+    rrl_settings_t                        s;
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    rlcf = ctx->conf;
+
+    if (outcome == RRL_OUTCOME_REPLY) {
+        outcome = ngx_http_redis_ratelimit_outcome(r, ctx);
+    }
+
+    s.fail = rlcf->fail;
+    s.dry_run = rlcf->dry_run;
+    s.status_code = rlcf->status_code;
+    s.problem_json = rlcf->problem_json;
+    s.headers = rlcf->headers;
+    s.local_share = rlcf->local_share;
+
+    ngx_memzero(&v, sizeof(rrl_verdict_t));
+
+    while (rrl_decide(&s, outcome, ctx->decision.passed, &v) == RRL_OK
+           && v.ask_local)
+    {
+        outcome = (ngx_http_redis_ratelimit_local_check(r, ctx) == NGX_OK
+                   && rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
+                                       ctx->nlimits, ctx->limit_results,
+                                       &ctx->decision)
+                      == RRL_OK)
+                  ? RRL_OUTCOME_LOCAL : RRL_OUTCOME_LOCAL_FAILED;
+    }
+
+    ctx->status = v.status;
+    ctx->rc = v.code ? (ngx_int_t) v.code : NGX_DECLINED;
+    ctx->decided = v.decided;
+    ctx->problem = v.problem;
+    ctx->show = v.show;
+
+    if (v.log) {
+        ngx_http_redis_ratelimit_log_rejection(r, ctx, outcome);
+    }
+
+    if (v.learn) {
+        ngx_http_redis_ratelimit_deny_learn(r, ctx);
+    }
+
+    ngx_http_redis_ratelimit_metrics_request(ctx);
+}
+
+
+/* the message, of the limit the headers report, is the core's */
+
+static void
+ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
+{
+    u_char                           *p;
+    size_t                            len;
+    ngx_str_t                        *key;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    if (r->connection->log->log_level < ctx->conf->log_level) {
+        return;
+    }
+
+    zone = ctx->limits[ctx->decision.reported]->zone;
+    key = &ctx->keys[ctx->decision.reported];
+
+    /* twice: its length, then the message */
+
+    for (p = NULL, len = 0; /* void */; /* void */) {
+        len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
+                                    outcome, (char *) zone->name.data,
+                                    zone->name.len, key->data, key->len,
+                                    (char *) zone->rate.data, zone->rate.len,
+                                    ctx->decision.retry_after);
+        if (p || len == 0) {
+            break;
+        }
+
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return;
+        }
+    }
+
+    if (len == 0) {
+        return;
+    }
+
+    ngx_log_error(ctx->conf->log_level, r->connection->log, 0, "%*s",
+                  len, p);
+}
+
+
+/*
+ * The handler's answer once decided: with problem_json, a rejection by the
+ * limits is sent here, so that no error_page replaces its body.
+ */
+
+ngx_int_t
+ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (!ctx->problem) {
+        return ctx->rc;
+    }
+
+    ngx_http_finalize_request(r, ngx_http_redis_ratelimit_send_problem(r, ctx));
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    size_t         len;
+    ngx_int_t      rc;
+    ngx_str_t      type;
+    ngx_buf_t     *b;
+    rrl_policy_t  *policies;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    policies = ngx_http_redis_ratelimit_policies(r, ctx);
+    if (policies == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = rrl_problem_json(NULL, 0, (unsigned) ctx->rc, policies,
+                           ctx->limit_results, ctx->nlimits);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (len == 0 || b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last += rrl_problem_json((char *) b->pos, len, (unsigned) ctx->rc,
+                                policies, ctx->limit_results, ctx->nlimits);
+
+    ngx_str_set(&type, "application/problem+json");
+
+    return ngx_http_redis_ratelimit_send_body(r, ctx->rc, &type, b);
+}
+
+
+rrl_policy_t *
+ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_uint_t                        i, limit, burst;
+    rrl_policy_t                     *policies;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
+    if (policies == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        zone = ctx->limits[i]->zone;
+
+        if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
+            /* what this server allows alone */
+            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
+                                                  &limit, &burst);
+
+        } else {
+            limit = zone->limit;
+            burst = zone->burst;
+        }
+
+        policies[i].zone = (char *) zone->name.data;
+        policies[i].zone_len = zone->name.len;
+        policies[i].algorithm = (int) zone->algorithm;
+        policies[i].limit = limit;
+        policies[i].period_ms = zone->period;
+        policies[i].burst = burst;
+    }
+
+    return policies;
+}

@@ -1,0 +1,391 @@
+
+/*
+ * The preaccess-phase handler: limits a request once, parks it while its
+ * Redis call is in flight, and applies the decision when it is resumed.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+#include "rrl_call_args.h"
+
+
+#define NGX_HTTP_REDIS_RATELIMIT_NEW      0
+#define NGX_HTTP_REDIS_RATELIMIT_WAITING  1
+#define NGX_HTTP_REDIS_RATELIMIT_DECIDED  2
+#define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
+
+
+static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static void ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
+static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                             rc, outcome;
+    ngx_pool_cleanup_t                   *cln;
+    ngx_http_redis_ratelimit_ctx_t       *ctx;
+    ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    /*
+     * The context is the main request's: it is limited once, by the first
+     * of it and its subrequests to get here. Another one that comes while
+     * that call is in flight (two mirrors, parallel SSI includes) waits
+     * for it and is resumed with it, then goes on as limited already.
+     */
+
+    if (ctx) {
+        switch (ctx->state) {
+
+        case NGX_HTTP_REDIS_RATELIMIT_WAITING:
+            return ngx_http_redis_ratelimit_wait(r, ctx);
+
+        case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
+            if (r != ctx->owner) {
+                return NGX_DECLINED;
+            }
+
+            ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+            return ngx_http_redis_ratelimit_answer(r, ctx);
+
+        default:
+            /* limited once already, before an internal redirect */
+            return NGX_DECLINED;
+        }
+    }
+
+    rlcf = ngx_http_get_module_loc_conf(r, ngx_http_redis_ratelimit_module);
+
+    if (rlcf->limits.nelts == 0) {
+        return NGX_DECLINED;
+    }
+
+    /* in a pool cleanup, so that it survives internal redirects */
+    cln = ngx_pool_cleanup_add(r->pool,
+                               sizeof(ngx_http_redis_ratelimit_ctx_t));
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = cln->data;
+    ngx_memzero(ctx, sizeof(ngx_http_redis_ratelimit_ctx_t));
+    ctx->conf = rlcf;
+    ctx->owner = r;
+
+    cln->handler = ngx_http_redis_ratelimit_ctx_cleanup;
+    ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+
+    rc = ngx_http_redis_ratelimit_prepare(r, rlcf, ctx);
+
+    if (rc != NGX_OK) {
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return rc;
+    }
+
+    if (ctx->nlimits == 0) {
+        outcome = RRL_OUTCOME_NO_KEY;
+
+    } else {
+        /* read before the call: a rejection learned from it ends by Redis's */
+        ctx->sent = ngx_http_redis_ratelimit_clock();
+
+        if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
+            outcome = RRL_OUTCOME_CACHED;
+
+        } else {
+            ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
+                                                ngx_http_redis_ratelimit_done);
+            if (ctx->call) {
+                ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
+                ngx_http_redis_ratelimit_park(r);
+                return NGX_AGAIN;
+            }
+
+            outcome = RRL_OUTCOME_FAILED;
+        }
+    }
+
+    ngx_http_redis_ratelimit_decide(r, ctx, outcome);
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+
+    return ngx_http_redis_ratelimit_answer(r, ctx);
+}
+
+
+/* r waits for the call in flight of another request of its main request */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    ngx_http_redis_ratelimit_waiter_t  *w;
+
+    if (r == ctx->owner) {
+        /* run again while parked: still waiting */
+        return NGX_AGAIN;
+    }
+
+    w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
+    if (w == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    w->request = r;
+    w->next = ctx->waiters;
+    ctx->waiters = w;
+
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+/* a reference on the main request until ngx_http_redis_ratelimit_resume() */
+
+static void
+ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
+{
+    r->main->count++;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+}
+
+
+/* evaluates keys and costs; the core lays out the script call's arguments */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    char                                  *buf;
+    size_t                                 size;
+    ngx_str_t                              key, cost, *keys;
+    ngx_uint_t                             i, n, nkeys, *costs;
+    rrl_call_limit_t                      *call, *c;
+    ngx_http_redis_ratelimit_zone_t       *zone;
+    ngx_http_redis_ratelimit_limit_t      *limits, **active;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+
+    limits = rlcf->limits.elts;
+    n = rlcf->limits.nelts;
+
+    active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
+    keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
+    costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+    call = ngx_palloc(r->pool, n * sizeof(rrl_call_limit_t));
+
+    if (active == NULL || keys == NULL || costs == NULL || call == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    nkeys = 0;
+
+    for (i = 0; i < n; i++) {
+        zone = limits[i].zone;
+
+        if (ngx_http_complex_value(r, &zone->key, &key) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (key.len == 0) {
+            continue;
+        }
+
+        costs[nkeys] = limits[i].cost;
+
+        if (limits[i].cost_value) {
+            if (ngx_http_complex_value(r, limits[i].cost_value, &cost)
+                != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
+            costs[nkeys] = (ngx_uint_t) rrl_cost_parse(cost.data, cost.len);
+        }
+
+        c = &call[nkeys];
+        c->zone = (char *) zone->name.data;
+        c->zone_len = zone->name.len;
+        c->algorithm = zone->algorithm;
+        c->limit = zone->limit;
+        c->period_ms = zone->period;
+        c->burst = zone->burst;
+        c->cost = costs[nkeys];
+        c->key = key.data;
+        c->key_len = key.len;
+
+        active[nkeys] = &limits[i];
+        keys[nkeys++] = key;
+    }
+
+    ctx->nlimits = nkeys;
+    ctx->limits = active;
+    ctx->keys = keys;
+    ctx->costs = costs;
+
+    if (nkeys == 0) {
+        return NGX_OK;
+    }
+
+    ctx->argc = RRL_CALL_ARGC(nkeys);
+
+    size = rrl_call_args_size(call, nkeys);
+    buf = ngx_pnalloc(r->pool, size);
+    ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
+    ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
+
+    ctx->result.capacity = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nkeys;
+    ctx->result.values = ngx_palloc(r->pool,
+                                    ctx->result.capacity * sizeof(int64_t));
+    ctx->limit_results = ngx_palloc(r->pool,
+                                    nkeys * sizeof(rrl_limit_result_t));
+
+    if (size == 0 || buf == NULL || ctx->argv == NULL || ctx->argvlen == NULL
+        || ctx->result.values == NULL || ctx->limit_results == NULL
+        || rrl_call_args(buf, size, (char *) rmcf->script_sha1.data,
+                         rmcf->script_sha1.len, call, nkeys, ctx->argv,
+                         ctx->argvlen)
+           != RRL_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    ngx_connection_t                   *c;
+    ngx_http_redis_ratelimit_waiter_t  *w;
+
+    if (ctx->result.rc == NGX_OK) {
+        /* the turn's wait for the batch included: what the client waited */
+        ctx->rtt = ngx_http_redis_ratelimit_clock() - ctx->sent;
+        ctx->replied = 1;
+    }
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DECIDED;
+    ngx_http_redis_ratelimit_decide(r, ctx, RRL_OUTCOME_REPLY);
+
+    c = r->connection;
+
+    /*
+     * The request first, then those that waited for its call: posted, so
+     * that none runs while this list is read (the last one to end may free
+     * the main request's pool, and the list with it)
+     */
+
+    ngx_http_redis_ratelimit_post_resume(r);
+
+    for (w = ctx->waiters, ctx->waiters = NULL; w; w = w->next) {
+        ngx_http_redis_ratelimit_post_resume(w->request);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r)
+{
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_redis_ratelimit_resume;
+
+    if (ngx_http_post_request(r, NULL) != NGX_OK) {
+        ngx_http_redis_ratelimit_resume(r);
+    }
+}
+
+
+static void
+ngx_http_redis_ratelimit_resume(ngx_http_request_t *r)
+{
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    /* drops the reference taken when the request was parked */
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    ngx_http_core_run_phases(r);
+}
+
+
+ngx_http_redis_ratelimit_ctx_t *
+ngx_http_redis_ratelimit_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    r = r->main;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_redis_ratelimit_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    /* an internal redirect wiped r->ctx; the pool still holds ours */
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_redis_ratelimit_ctx_cleanup) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r, ctx, ngx_http_redis_ratelimit_module);
+            return ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_redis_ratelimit_ctx_cleanup(void *data)
+{
+    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+
+    if (ctx->call) {
+        /* the client went away with the reply in flight */
+        ngx_http_redis_ratelimit_call_detach(ctx->call);
+    }
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* where limit_req runs: before access checks, so "satisfy" is moot */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_redis_ratelimit_handler;
+
+    return NGX_OK;
+}
