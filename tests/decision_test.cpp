@@ -166,18 +166,6 @@ TEST(Decision, LocalFailedRejectsUndecided) {
     EXPECT_EQ(v.code, 0u);
 }
 
-TEST(Decision, RejectionCountsInTheZonesThatRejected) {
-    EXPECT_FALSE(rrl::counts_in_zone(Status::rejected, true, true));
-    EXPECT_TRUE(rrl::counts_in_zone(Status::rejected, true, false));
-    EXPECT_FALSE(rrl::counts_in_zone(Status::rejected_dry_run, true, true));
-    EXPECT_TRUE(rrl::counts_in_zone(Status::rejected_dry_run, true, false));
-    EXPECT_TRUE(rrl::counts_in_zone(Status::passed, true, true));
-    EXPECT_TRUE(rrl::counts_in_zone(Status::failed_local, true, true));
-    EXPECT_TRUE(rrl::counts_in_zone(Status::failed_open, false, true));
-    EXPECT_FALSE(rrl::counts_in_zone(Status::none, false, false));
-    EXPECT_FALSE(rrl::counts_in_zone(static_cast<Status>(7), true, false));
-}
-
 TEST(Decision, StatusText) {
     const char* texts[] = {"",
                            "PASSED",
@@ -235,9 +223,7 @@ TEST(DecisionCapi, Decide) {
     EXPECT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, &v), RRL_ERROR);
 }
 
-TEST(DecisionCapi, CountsAndMessage) {
-    EXPECT_EQ(rrl_counts_in_zone(RRL_STATUS_REJECTED, 1, 1), 0);
-    EXPECT_EQ(rrl_counts_in_zone(RRL_STATUS_PASSED, 1, 1), 1);
+TEST(DecisionCapi, Message) {
 
     const unsigned char key[] = "k";
     char buf[128];

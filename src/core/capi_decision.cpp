@@ -50,12 +50,6 @@ int rrl_decide(const rrl_settings_t* s, int outcome, int passed,
     return RRL_OK;
 }
 
-int rrl_counts_in_zone(unsigned status, int decided,
-                       int limit_passed) noexcept {
-    return rrl::counts_in_zone(static_cast<rrl::Status>(status), decided != 0,
-                               limit_passed != 0);
-}
-
 const char* rrl_status_text(unsigned status, size_t* len) noexcept {
     std::string_view text = rrl::status_text(static_cast<rrl::Status>(status));
     *len = text.size();

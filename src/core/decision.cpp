@@ -77,13 +77,6 @@ Verdict decide(const Settings& s, Outcome outcome, bool passed) {
     return v;
 }
 
-bool counts_in_zone(Status status, bool decided, bool limit_passed) {
-    if (status == Status::rejected || status == Status::rejected_dry_run) {
-        return !(decided && limit_passed);
-    }
-    return status != Status::none && status <= Status::failed_local;
-}
-
 std::string_view status_text(Status status) {
     switch (status) {
         case Status::passed:

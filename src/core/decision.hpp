@@ -64,10 +64,6 @@ struct Verdict {
 // passed: the decoded decision's, for reply, cached and local
 Verdict decide(const Settings& settings, Outcome outcome, bool passed);
 
-// whether a decided request counts in the metrics of one of its zones: a
-// rejection counts in the zones that rejected it
-bool counts_in_zone(Status status, bool decided, bool limit_passed);
-
 // $redis_ratelimit_status's text; "" for none or an unknown status
 std::string_view status_text(Status status);
 

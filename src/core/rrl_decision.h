@@ -65,10 +65,6 @@ typedef struct {
 int rrl_decide(const rrl_settings_t *settings, int outcome, int passed,
     rrl_verdict_t *verdict) RRL_NOEXCEPT;
 
-/* 1: a decided request counts in one of its zones (the rejecting ones) */
-int rrl_counts_in_zone(unsigned status, int decided, int limit_passed)
-    RRL_NOEXCEPT;
-
 /* $redis_ratelimit_status's text, NUL-terminated; "" for none */
 const char *rrl_status_text(unsigned status, size_t *len) RRL_NOEXCEPT;
 
