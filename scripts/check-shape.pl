@@ -51,6 +51,7 @@ delete $defines{ngx_http_redis_ratelimit_module};
 for my $f (grep { /\.c$/ } keys %text) {
     my %seen;
     (my $code = $text{$f}) =~ s{/\*.*?\*/}{}gs;
+    $code =~ s{^#\s*include\b[^\n]*}{}mg;
     while ($code =~ /\b(ngx_http_redis_ratelimit_\w+)\b/g) {
         my $name = $1;
         my $home = $defines{$name} or next;
