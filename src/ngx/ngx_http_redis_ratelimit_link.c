@@ -2,13 +2,13 @@
 /*
  * The per-worker Redis link: the script calls of requests, routed to a
  * node (the server, the primary a Sentinel names, or in a Cluster the
- * primary of the keys' slot, one call per slot), each request's calls under
- * one timeout; they outlive their request if the client goes away.
+ * primary of the keys' slot, one part per slot: rrl_call_plan_*), each
+ * request's parts under one timeout; they outlive their request if the
+ * client goes away.
  *
- * The calls made in one turn of the event loop for one node (and slot) go
- * as one EVALSHA of the script's batch form: Redis runs the script once for
- * all of them, which is most of its cost, and each request is still decided
- * alone, atomically.
+ * The parts made in one turn of the event loop for one node and slot go as
+ * one EVALSHA of the script's batch form (rrl_batch_*): Redis runs the
+ * script once for all of them, and each request is still decided alone.
  */
 
 
@@ -17,11 +17,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
-
-
-/* a batch: at most this many requests, keys; a script run stays short */
-#define NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS  64
-#define NGX_HTTP_REDIS_RATELIMIT_BATCH_KEYS   256
+#include "rrl_call.h"
 
 
 typedef struct ngx_http_redis_ratelimit_batch_s
@@ -33,44 +29,27 @@ typedef struct {
     ngx_http_redis_ratelimit_call_t   *call;
     ngx_http_redis_ratelimit_node_t   *node;  /* where it was sent */
     ngx_http_redis_ratelimit_batch_t  *batch; /* what carries it */
-    ngx_uint_t                   slot;
-
-    /* in the request's pool: used only while the request waits */
-    int                          argc;
-    const char                 **argv;
-    size_t                      *argvlen;
-    ngx_uint_t                   nlimits;
-    ngx_uint_t                  *index;       /* the request's limit of each */
-    int64_t                     *values;      /* the reply */
 
     unsigned                     in_redis:1;  /* in a batch */
     unsigned                     answered:1;
-    unsigned                     ok:1;        /* values are set */
     unsigned                     counted:1;   /* the breaker saw its outcome */
     unsigned                     probe:1;     /* its node's half-open probe */
 } ngx_http_redis_ratelimit_part_t;
 
 
 /*
- * One EVALSHA of the batch form: the parts of one node and slot made in one
- * turn of the event loop. Open (in link->batches) until the turn ends, then
- * sent; the command is kept, in its own memory, to be sent again after
+ * One EVALSHA of the batch form: open (in link->batches) until the turn
+ * ends, then sent; the core keeps its command, to be sent again after
  * NOSCRIPT, MOVED or ASK, when the requests' pools may be gone.
  */
 struct ngx_http_redis_ratelimit_batch_s {
     ngx_queue_t                  queue;
     ngx_http_redis_ratelimit_node_t   *node;
     ngx_uint_t                   slot;
-    ngx_uint_t                   nkeys;
-    size_t                       size;        /* of the command, at most */
-    u_char                      *command;     /* RESP, once sent */
-    size_t                       len;
-    ngx_uint_t                   nvalues;     /* the reply's integers */
+    rrl_batch_t                 *parts;       /* of part_t */
     unsigned                     retried:1;   /* after NOSCRIPT */
     unsigned                     redirected:1; /* after MOVED or ASK */
     int64_t                      sent;        /* for metrics, us */
-    ngx_uint_t                   nparts;
-    ngx_http_redis_ratelimit_part_t   *parts[NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS];
 };
 
 
@@ -78,6 +57,7 @@ struct ngx_http_redis_ratelimit_call_s {
     ngx_http_request_t          *request;     /* NULL once detached */
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_done_pt  done;
+    rrl_call_plan_t             *plan;
     ngx_event_t                  timer;       /* command timeout */
     ngx_event_t                  finish;      /* posted on the last reply */
     ngx_uint_t                   nparts;
@@ -87,8 +67,6 @@ struct ngx_http_redis_ratelimit_call_s {
 };
 
 
-static ngx_int_t ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call);
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
     ngx_uint_t slot);
 static ngx_int_t ngx_http_redis_ratelimit_enqueue(
@@ -96,11 +74,6 @@ static ngx_int_t ngx_http_redis_ratelimit_enqueue(
 static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_batch_send(
     ngx_http_redis_ratelimit_batch_t *batch);
-static u_char *ngx_http_redis_ratelimit_batch_format(
-    ngx_http_redis_ratelimit_batch_t *batch,
-    ngx_http_redis_ratelimit_zone_t **zones, u_char *p);
-static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_part_zone(
-    ngx_http_redis_ratelimit_part_t *part, ngx_uint_t j);
 static ngx_int_t ngx_http_redis_ratelimit_part_out(
     ngx_http_redis_ratelimit_part_t *part);
 static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
@@ -130,8 +103,6 @@ static void ngx_http_redis_ratelimit_call_probe_timeout(
 static void ngx_http_redis_ratelimit_call_free(
     ngx_http_redis_ratelimit_call_t *call);
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_merge(
-    ngx_http_redis_ratelimit_call_t *call);
 static void ngx_http_redis_ratelimit_release(
     ngx_http_redis_ratelimit_call_t *call);
 
@@ -249,6 +220,8 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_done_pt done)
 {
     ngx_uint_t                        i, j, nparts;
+    const void                      **zones;
+    rrl_call_plan_t                  *plan;
     ngx_http_redis_ratelimit_call_t  *call;
     ngx_http_redis_ratelimit_part_t  *part;
     ngx_http_redis_ratelimit_node_t  *node;
@@ -264,32 +237,47 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         return NULL;
     }
 
-    /* at most a part a limit; not in r->pool: hiredis may outlive it */
-    nparts = (link->conf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER)
-             ? ctx->nlimits : 1;
+    zones = ngx_palloc(r->pool, ctx->nlimits * sizeof(void *));
+    if (zones == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        zones[i] = ctx->limits[i]->zone;
+    }
+
+    plan = rrl_call_plan_new(ctx->argc, ctx->argv, ctx->argvlen, zones,
+                             ctx->nlimits,
+                             link->conf->mode
+                             == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER);
+    if (plan == NULL) {
+        return NULL;
+    }
+
+    /* not in r->pool: hiredis may outlive it */
+    nparts = rrl_call_plan_parts(plan);
 
     call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t)
                       + (nparts - 1) * sizeof(ngx_http_redis_ratelimit_part_t),
                       r->connection->log);
     if (call == NULL) {
+        rrl_call_plan_free(plan);
         return NULL;
     }
 
     call->request = r;
     call->ctx = ctx;
     call->done = done;
-
-    if (ngx_http_redis_ratelimit_split(r, ctx, call) != NGX_OK) {
-        ngx_free(call);
-        return NULL;
-    }
+    call->plan = plan;
+    call->nparts = nparts;
 
     /* every part must have somewhere to go, or none is sent */
 
-    for (i = 0; i < call->nparts; i++) {
+    for (i = 0; i < nparts; i++) {
         part = &call->parts[i];
+        part->call = call;
 
-        node = ngx_http_redis_ratelimit_route(part->slot);
+        node = ngx_http_redis_ratelimit_route(rrl_call_plan_slot(plan, i));
 
         if (node == NULL || node->ac == NULL) {
             ngx_http_redis_ratelimit_log_failure(r->connection->log,
@@ -302,7 +290,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         part->node = node;
     }
 
-    for (i = 0; i < call->nparts; i++) {
+    for (i = 0; i < nparts; i++) {
         node = call->parts[i].node;
 
         /* a node is asked once a call: its parts go with one probe */
@@ -340,9 +328,9 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     call->finish.data = call;
     call->finish.log = r->connection->log;
 
-    call->pending = call->nparts;
+    call->pending = nparts;
 
-    for (i = 0; i < call->nparts; i++) {
+    for (i = 0; i < nparts; i++) {
         part = &call->parts[i];
 
         if (ngx_http_redis_ratelimit_enqueue(part) != NGX_OK) {
@@ -360,143 +348,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 
 failed:
 
+    rrl_call_plan_free(plan);
     ngx_free(call);
 
     return NULL;
-}
-
-
-/*
- * The request's script call, as parts: one in a single Redis; in a
- * Cluster, one a slot of its keys, each with the limits of that slot, in
- * the request's order.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_split(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_call_t *call)
-{
-    u_char                           *p;
-    size_t                           *argvlen;
-    ngx_uint_t                        i, j, k, n, *slots;
-    const char                      **argv;
-    ngx_http_redis_ratelimit_part_t  *part;
-
-    n = ctx->nlimits;
-
-    if (ngx_http_redis_ratelimit_link.conf->mode
-        != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER)
-    {
-        part = &call->parts[0];
-
-        part->call = call;
-        part->argc = ctx->argc;
-        part->argv = ctx->argv;
-        part->argvlen = ctx->argvlen;
-        part->nlimits = n;
-        part->values = ctx->result.values;
-
-        part->index = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
-        if (part->index == NULL) {
-            return NGX_ERROR;
-        }
-
-        for (i = 0; i < n; i++) {
-            part->index[i] = i;
-        }
-
-        call->nparts = 1;
-
-        return NGX_OK;
-    }
-
-    slots = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
-    if (slots == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* the keys are argv[3 ..]: see ngx_http_redis_ratelimit_prepare() */
-    for (i = 0; i < n; i++) {
-        slots[i] = rrl_key_slot(ctx->argv[3 + i], ctx->argvlen[3 + i]);
-    }
-
-    for (i = 0; i < n; i++) {
-
-        for (k = 0; k < call->nparts; k++) {
-            if (call->parts[k].slot == slots[i]) {
-                break;
-            }
-        }
-
-        if (k < call->nparts) {
-            /* added with the first limit of its slot */
-            continue;
-        }
-
-        part = &call->parts[call->nparts++];
-        part->call = call;
-        part->slot = slots[i];
-
-        for (j = i; j < n; j++) {
-            if (slots[j] == slots[i]) {
-                part->nlimits++;
-            }
-        }
-
-        part->index = ngx_palloc(r->pool, part->nlimits * sizeof(ngx_uint_t));
-        argv = ngx_palloc(r->pool, (4 + 6 * part->nlimits) * sizeof(char *));
-        argvlen = ngx_palloc(r->pool,
-                             (4 + 6 * part->nlimits) * sizeof(size_t));
-        part->values = ngx_palloc(r->pool,
-                                  (RRL_REPLY_HEADER
-                                   + RRL_REPLY_PER_LIMIT * part->nlimits)
-                                  * sizeof(int64_t));
-        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
-
-        if (part->index == NULL || argv == NULL || argvlen == NULL
-            || part->values == NULL || p == NULL)
-        {
-            return NGX_ERROR;
-        }
-
-        argv[0] = ctx->argv[0];
-        argvlen[0] = ctx->argvlen[0];
-        argv[1] = ctx->argv[1];
-        argvlen[1] = ctx->argvlen[1];
-        argv[2] = (char *) p;
-        argvlen[2] = ngx_sprintf(p, "%ui", part->nlimits) - p;
-
-        /* ARGV[1], the time: as the whole call has it */
-        argv[3 + part->nlimits] = ctx->argv[3 + n];
-        argvlen[3 + part->nlimits] = ctx->argvlen[3 + n];
-
-        k = 0;
-
-        for (j = i; j < n; j++) {
-            if (slots[j] != slots[i]) {
-                continue;
-            }
-
-            part->index[k] = j;
-
-            argv[3 + k] = ctx->argv[3 + j];
-            argvlen[3 + k] = ctx->argvlen[3 + j];
-
-            ngx_memcpy(&argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * k],
-                       &ctx->argv[4 + n + RRL_ARGS_PER_LIMIT * j],
-                       RRL_ARGS_PER_LIMIT * sizeof(char *));
-            ngx_memcpy(&argvlen[4 + part->nlimits + RRL_ARGS_PER_LIMIT * k],
-                       &ctx->argvlen[4 + n + RRL_ARGS_PER_LIMIT * j],
-                       RRL_ARGS_PER_LIMIT * sizeof(size_t));
-            k++;
-        }
-
-        part->argc = 4 + (RRL_ARGS_PER_LIMIT + 1) * part->nlimits;
-        part->argv = argv;
-        part->argvlen = argvlen;
-    }
-
-    return NGX_OK;
 }
 
 
@@ -528,12 +383,14 @@ ngx_http_redis_ratelimit_route(ngx_uint_t slot)
 static ngx_int_t
 ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
 {
-    size_t                             size;
-    ngx_uint_t                         j, m;
+    int                                rc;
+    ngx_uint_t                         slot;
     ngx_queue_t                       *q;
+    ngx_http_redis_ratelimit_call_t   *call = part->call;
     ngx_http_redis_ratelimit_batch_t  *batch;
     ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
 
+    slot = rrl_call_plan_slot(call->plan, part - call->parts);
     batch = NULL;
 
     for (q = ngx_queue_head(&link->batches);
@@ -542,7 +399,7 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
     {
         batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
 
-        if (batch->node == part->node && batch->slot == part->slot) {
+        if (batch->node == part->node && batch->slot == slot) {
             break;
         }
 
@@ -556,8 +413,14 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
             return NGX_ERROR;
         }
 
+        batch->parts = rrl_batch_new();
+        if (batch->parts == NULL) {
+            ngx_free(batch);
+            return NGX_ERROR;
+        }
+
         batch->node = part->node;
-        batch->slot = part->slot;
+        batch->slot = slot;
         batch->node->batches++;
 
         ngx_queue_insert_tail(&link->batches, &batch->queue);
@@ -567,33 +430,17 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
         }
     }
 
-    /* what the part adds to the command: its count, keys and arguments */
-
-    size = sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN;
-
-    for (j = 0; j < part->nlimits; j++) {
-        size += sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN
-                + part->argvlen[3 + j];
-
-        for (m = 0; m < RRL_ARGS_PER_LIMIT; m++) {
-            size += sizeof("$20\r\n\r\n") - 1 + NGX_INT_T_LEN
-                    + part->argvlen[4 + part->nlimits
-                                    + RRL_ARGS_PER_LIMIT * j + m];
-        }
+    rc = rrl_batch_add(batch->parts, call->plan, part - call->parts, part);
+    if (rc == RRL_ERROR) {
+        return NGX_ERROR;
     }
-
-    batch->parts[batch->nparts++] = part;
-    batch->nkeys += part->nlimits;
-    batch->size += size;
-    batch->nvalues += RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * part->nlimits;
 
     part->batch = batch;
     part->in_redis = 1;
-    part->call->in_redis++;
+    call->in_redis++;
 
-    if (batch->nparts == NGX_HTTP_REDIS_RATELIMIT_BATCH_PARTS
-        || batch->nkeys >= NGX_HTTP_REDIS_RATELIMIT_BATCH_KEYS)
-    {
+    if (rc == 1) {
+        /* full */
         ngx_queue_remove(&batch->queue);
         ngx_http_redis_ratelimit_batch_send(batch);
     }
@@ -643,8 +490,10 @@ ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 static void
 ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 {
-    ngx_uint_t                        i, n;
-    ngx_http_redis_ratelimit_zone_t **zones;
+    size_t                            len;
+    ngx_uint_t                        i;
+    ngx_str_t                        *sha;
+    const char                       *command;
     ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_part_t  *part;
 
@@ -655,26 +504,20 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
     /* a request gone (or timed out) in the meantime is not sent */
 
-    n = 0;
-
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
+    for (i = 0; i < rrl_batch_size(batch->parts); /* void */ ) {
+        part = rrl_batch_data(batch->parts, i);
 
         if (part->call->request == NULL || part->answered) {
             ngx_http_redis_ratelimit_part_unsent(part);
-            batch->nkeys -= part->nlimits;
-            batch->nvalues -= RRL_REPLY_HEADER
-                              + RRL_REPLY_PER_LIMIT * part->nlimits;
+            rrl_batch_remove(batch->parts, i);
             (void) ngx_http_redis_ratelimit_part_out(part);
             continue;
         }
 
-        batch->parts[n++] = part;
+        i++;
     }
 
-    batch->nparts = n;
-
-    if (n == 0) {
+    if (rrl_batch_size(batch->parts) == 0) {
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
     }
@@ -687,31 +530,20 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         return;
     }
 
-    batch->command = ngx_alloc(batch->size + 256, node->log);
-    zones = ngx_alloc(batch->nkeys * sizeof(ngx_http_redis_ratelimit_zone_t *),
-                      node->log);
+    sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
 
-    if (batch->command == NULL || zones == NULL) {
-        if (zones) {
-            ngx_free(zones);
-        }
-
+    command = rrl_batch_command(batch->parts, (char *) sha->data, sha->len,
+                                &len);
+    if (command == NULL) {
         ngx_http_redis_ratelimit_batch_unsent(batch, 0);
         ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
     }
 
-    batch->len = ngx_http_redis_ratelimit_batch_format(batch, zones,
-                                                       batch->command)
-                 - batch->command;
-
-    ngx_free(zones);
-
     if (ngx_http_redis_ratelimit_command_formatted(node,
                                       ngx_http_redis_ratelimit_batch_reply,
-                                      batch, (char *) batch->command,
-                                      batch->len)
+                                      batch, command, len)
         != NGX_OK)
     {
         ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
@@ -725,125 +557,6 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
     batch->sent = ngx_http_redis_ratelimit_clock();
     node->in_flight++;
-}
-
-
-/*
- * [EVALSHA sha nkeys keys.. "batch" "" nzones (zone args)..
- * (n (zone cost)..)..] in RESP, from the parts' arguments (see
- * ngx_http_redis_ratelimit_prepare()): one string, that hiredis sends as
- * it is. Each zone's arguments go once: zones[] has room for a zone a key.
- */
-
-static u_char *
-ngx_http_redis_ratelimit_batch_format(ngx_http_redis_ratelimit_batch_t *batch,
-    ngx_http_redis_ratelimit_zone_t **zones, u_char *p)
-{
-    size_t                            len;
-    ngx_uint_t                        i, j, z, nzones, argc;
-    ngx_str_t                        *sha;
-    ngx_http_redis_ratelimit_part_t  *part;
-    ngx_http_redis_ratelimit_zone_t  *zone;
-    u_char                            number[NGX_INT_T_LEN];
-
-#define ngx_http_redis_ratelimit_bulk(data, len)                              \
-    p = ngx_sprintf(p, "$%uz\r\n", (size_t) (len));                           \
-    p = ngx_cpymem(p, data, len);                                             \
-    *p++ = '\r'; *p++ = '\n'
-
-#define ngx_http_redis_ratelimit_bulk_number(n)                               \
-    len = ngx_sprintf(number, "%ui", (ngx_uint_t) (n)) - number;              \
-    ngx_http_redis_ratelimit_bulk(number, len)
-
-    /* the batch's zones: a few, in practice */
-
-    nzones = 0;
-
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
-
-        for (j = 0; j < part->nlimits; j++) {
-            zone = ngx_http_redis_ratelimit_part_zone(part, j);
-
-            for (z = 0; z < nzones && zones[z] != zone; z++) { /* void */ }
-
-            if (z == nzones) {
-                zones[nzones++] = zone;
-            }
-        }
-    }
-
-    sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
-
-    argc = 3 + batch->nkeys + 3 + 4 * nzones + batch->nparts
-           + 2 * batch->nkeys;
-
-    p = ngx_sprintf(p, "*%ui\r\n$7\r\nEVALSHA\r\n", argc);
-    ngx_http_redis_ratelimit_bulk(sha->data, sha->len);
-    ngx_http_redis_ratelimit_bulk_number(batch->nkeys);
-
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
-
-        for (j = 0; j < part->nlimits; j++) {
-            ngx_http_redis_ratelimit_bulk(part->argv[3 + j],
-                                          part->argvlen[3 + j]);
-        }
-    }
-
-    /* ARGV: "batch", "" (no injected time: Redis TIME), the zones */
-
-    p = ngx_cpymem(p, "$5\r\nbatch\r\n$0\r\n\r\n",
-                   sizeof("$5\r\nbatch\r\n$0\r\n\r\n") - 1);
-    ngx_http_redis_ratelimit_bulk_number(nzones);
-
-    for (z = 0; z < nzones; z++) {
-        zone = zones[z];
-        ngx_http_redis_ratelimit_bulk(zone->algorithm_arg.data,
-                                      zone->algorithm_arg.len);
-        ngx_http_redis_ratelimit_bulk(zone->limit_arg.data,
-                                      zone->limit_arg.len);
-        ngx_http_redis_ratelimit_bulk(zone->period_arg.data,
-                                      zone->period_arg.len);
-        ngx_http_redis_ratelimit_bulk(zone->burst_arg.data,
-                                      zone->burst_arg.len);
-    }
-
-    /* each request: its count, then each limit's zone and cost */
-
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
-
-        ngx_http_redis_ratelimit_bulk_number(part->nlimits);
-
-        for (j = 0; j < part->nlimits; j++) {
-            zone = ngx_http_redis_ratelimit_part_zone(part, j);
-
-            for (z = 0; zones[z] != zone; z++) { /* void */ }
-
-            ngx_http_redis_ratelimit_bulk_number(z + 1);
-
-            /* the cost: the limit's 5th argument */
-            ngx_http_redis_ratelimit_bulk(
-                part->argv[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + 4],
-                part->argvlen[4 + part->nlimits + RRL_ARGS_PER_LIMIT * j + 4]);
-        }
-    }
-
-#undef ngx_http_redis_ratelimit_bulk_number
-#undef ngx_http_redis_ratelimit_bulk
-
-    return p;
-}
-
-
-/* the zone of the part's limit j, from its request */
-
-static ngx_http_redis_ratelimit_zone_t *
-ngx_http_redis_ratelimit_part_zone(ngx_http_redis_ratelimit_part_t *part,
-    ngx_uint_t j)
-{
-    return part->call->ctx->limits[part->index[j]]->zone;
 }
 
 
@@ -879,10 +592,11 @@ static void
 ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                             len;
-    ngx_uint_t                         i, kind, counted;
+    size_t                             i, n, len;
+    ngx_uint_t                         kind, counted;
     const char                        *script;
     redisReply                        *rr = reply;
+    ngx_http_redis_ratelimit_part_t   *part;
     ngx_http_redis_ratelimit_node_t   *node;
     ngx_http_redis_ratelimit_batch_t  *batch = privdata;
 
@@ -894,29 +608,32 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
            ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
            : RRL_REPLY_ERROR;
 
-    /* NOSCRIPT and redirections are Redis answering: not for the breaker */
+    /* the batch counts once for the breaker */
 
     counted = 1;
+    n = rrl_batch_size(batch->parts);
 
-    for (i = 0; i < batch->nparts; i++) {
-        if (!batch->parts[i]->counted) {
-            batch->parts[i]->counted = 1;
+    for (i = 0; i < n; i++) {
+        part = rrl_batch_data(batch->parts, i);
+
+        if (!part->counted) {
+            part->counted = 1;
             counted = 0;
         }
     }
 
     if (!counted) {
         ngx_http_redis_ratelimit_circuit_outcome(node,
-                               rr != NULL
-                               && (rr->type == REDIS_REPLY_ARRAY
-                                   || kind == RRL_REPLY_NOSCRIPT
-                                   || kind == RRL_REPLY_MOVED
-                                   || kind == RRL_REPLY_ASK));
+                               rrl_retry_counts_ok(rr != NULL,
+                                        rr && rr->type == REDIS_REPLY_ARRAY,
+                                        kind));
     }
 
     node->in_flight--;
 
-    if (kind == RRL_REPLY_NOSCRIPT && !batch->retried) {
+    switch (rrl_retry_action(kind, batch->retried, batch->redirected)) {
+
+    case RRL_RETRY_LOAD_SCRIPT:
         /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
         batch->retried = 1;
 
@@ -929,17 +646,18 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
         {
             return;
         }
-    }
 
-    if ((kind == RRL_REPLY_MOVED || kind == RRL_REPLY_ASK)
-        && !batch->redirected)
-    {
+        break;
+
+    case RRL_RETRY_REDIRECT:
         batch->redirected = 1;
 
         if (ngx_http_redis_ratelimit_redirect(batch, rr, kind) == NGX_OK) {
             ngx_http_redis_ratelimit_node_idle(node);
             return;
         }
+
+        break;
     }
 
     ngx_http_redis_ratelimit_batch_answer(batch, rr);
@@ -953,13 +671,18 @@ static ngx_int_t
 ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     ngx_http_redis_ratelimit_node_t *node)
 {
-    ngx_uint_t  i;
+    size_t                            i, len;
+    const char                       *command;
+    ngx_http_redis_ratelimit_part_t  *part;
 
-    if (ngx_http_redis_ratelimit_command_formatted(node,
+    /* built: the core gives it back as it was sent */
+    command = rrl_batch_command(batch->parts, NULL, 0, &len);
+
+    if (command == NULL
+        || ngx_http_redis_ratelimit_command_formatted(node,
                                       ngx_http_redis_ratelimit_batch_reply,
-                                      batch, (char *) batch->command,
-                                      batch->len)
-        != NGX_OK)
+                                      batch, command, len)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -968,11 +691,12 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     batch->sent = ngx_http_redis_ratelimit_clock();
     node->in_flight++;
 
-    for (i = 0; i < batch->nparts; i++) {
-        batch->parts[i]->node = node;
-        batch->parts[i]->counted = 0;
+    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
+        part = rrl_batch_data(batch->parts, i);
+        part->node = node;
+        part->counted = 0;
         /* the probe, if any, was the first node's: its reply ended it */
-        batch->parts[i]->probe = 0;
+        part->probe = 0;
     }
 
     return NGX_OK;
@@ -1054,7 +778,8 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     redisReply *rr)
 {
     size_t                            i, j, k, n, len;
-    ngx_uint_t                        kind;
+    int64_t                          *values;
+    rrl_call_plan_t                  *plan;
     ngx_http_redis_ratelimit_part_t  *part;
     u_char                            text[128];
 
@@ -1064,12 +789,9 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     if (rr->type == REDIS_REPLY_ERROR) {
-        kind = rrl_reply_error_kind(rr->str, rr->len);
+        switch (rrl_retry_ask(rrl_reply_error_kind(rr->str, rr->len))) {
 
-        switch (kind) {
-
-        case RRL_REPLY_READONLY:
-        case RRL_REPLY_MASTERDOWN:
+        case RRL_RETRY_ASK_SENTINEL:
             /* not, or no more, the primary */
             if (ngx_http_redis_ratelimit_link.conf->mode
                 == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
@@ -1079,9 +801,7 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
 
             break;
 
-        case RRL_REPLY_CLUSTERDOWN:
-        case RRL_REPLY_MOVED:
-        case RRL_REPLY_ASK:
+        case RRL_RETRY_ASK_CLUSTER:
             ngx_http_redis_ratelimit_cluster_refresh();
             break;
         }
@@ -1093,7 +813,9 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
         return;
     }
 
-    if (rr->type != REDIS_REPLY_ARRAY || rr->elements != batch->nvalues) {
+    if (rr->type != REDIS_REPLY_ARRAY
+        || rr->elements != rrl_batch_values(batch->parts))
+    {
         ngx_http_redis_ratelimit_batch_fail(batch, "unexpected reply type %d",
                                             rr->type);
         return;
@@ -1108,22 +830,23 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
         }
     }
 
-    k = 0;
+    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
+        part = rrl_batch_data(batch->parts, i);
+        k = rrl_batch_share(batch->parts, i);
+        plan = part->call->plan;
 
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
-        n = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * part->nlimits;
-
-        if (ngx_http_redis_ratelimit_part_out(part) == NGX_OK) {
-            for (j = 0; j < n; j++) {
-                part->values[j] = rr->element[k + j]->integer;
-            }
-
-            part->ok = 1;
-            ngx_http_redis_ratelimit_part_done(part);
+        if (ngx_http_redis_ratelimit_part_out(part) != NGX_OK) {
+            continue;
         }
 
-        k += n;
+        n = rrl_call_plan_values(plan, part - part->call->parts);
+        values = rrl_call_plan_reply(plan, part - part->call->parts);
+
+        for (j = 0; j < n; j++) {
+            values[j] = rr->element[k + j]->integer;
+        }
+
+        ngx_http_redis_ratelimit_part_done(part);
     }
 }
 
@@ -1142,15 +865,13 @@ ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
     p = ngx_vslprintf(error, error + sizeof(error), fmt, args);
     va_end(args);
 
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
+    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
+        part = rrl_batch_data(batch->parts, i);
 
-        if (ngx_http_redis_ratelimit_part_out(part) != NGX_OK) {
-            continue;
+        if (ngx_http_redis_ratelimit_part_out(part) == NGX_OK) {
+            ngx_http_redis_ratelimit_part_failed(part, "%*s",
+                                                 (size_t) (p - error), error);
         }
-
-        ngx_http_redis_ratelimit_part_failed(part, "%*s",
-                                             (size_t) (p - error), error);
     }
 }
 
@@ -1189,8 +910,8 @@ ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
 
     counted = 1;
 
-    for (i = 0; i < batch->nparts; i++) {
-        part = batch->parts[i];
+    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
+        part = rrl_batch_data(batch->parts, i);
 
         if (part->counted) {
             continue;
@@ -1214,10 +935,7 @@ ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
 static void
 ngx_http_redis_ratelimit_batch_free(ngx_http_redis_ratelimit_batch_t *batch)
 {
-    if (batch->command) {
-        ngx_free(batch->command);
-    }
-
+    rrl_batch_free(batch->parts);
     ngx_free(batch);
 }
 
@@ -1365,20 +1083,32 @@ ngx_http_redis_ratelimit_call_probe_timeout(
 }
 
 
+/*
+ * The parts' replies merged into the script's reply to the request, each
+ * limit in its order; the parts that passed are given back when another
+ * rejected or failed.
+ */
+
 static void
 ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
-    ngx_http_request_t                *r;
-    ngx_http_redis_ratelimit_ctx_t    *ctx;
-    ngx_http_redis_ratelimit_done_pt   done;
+    ngx_http_request_t                 *r;
+    ngx_http_redis_ratelimit_ctx_t     *ctx;
+    ngx_http_redis_ratelimit_done_pt    done;
+    ngx_http_redis_ratelimit_result_t  *result;
 
     r = call->request;
     ctx = call->ctx;
     done = call->done;
+    result = &ctx->result;
 
-    ngx_http_redis_ratelimit_merge(call);
+    result->nvalues = rrl_call_plan_merge(call->plan, result->values,
+                                          result->capacity);
+    result->rc = result->nvalues ? NGX_OK : NGX_ERROR;
+
+    ngx_http_redis_ratelimit_release(call);
 
     ngx_http_redis_ratelimit_call_detach(call);
 
@@ -1387,123 +1117,38 @@ ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev)
 
 
 /*
- * The parts' replies as one reply of the script: passed if every part
- * passed, each limit in the request's order. Where some part rejected or
- * failed, the parts that passed have consumed: they are given back.
- */
-
-static void
-ngx_http_redis_ratelimit_merge(ngx_http_redis_ratelimit_call_t *call)
-{
-    ngx_uint_t                          i, j, passed;
-    ngx_http_redis_ratelimit_part_t    *part;
-    ngx_http_redis_ratelimit_result_t  *result;
-
-    result = &call->ctx->result;
-
-    passed = 1;
-
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
-
-        if (!part->ok) {
-            result->rc = NGX_ERROR;
-            ngx_http_redis_ratelimit_release(call);
-            return;
-        }
-
-        if (part->values[0] != 1) {
-            passed = 0;
-        }
-    }
-
-    if (call->parts[0].values == result->values) {
-        /* one part, with the request's values */
-        result->nvalues = RRL_REPLY_HEADER
-                          + RRL_REPLY_PER_LIMIT * call->parts[0].nlimits;
-        result->rc = NGX_OK;
-        return;
-    }
-
-    result->values[0] = passed;
-    result->values[1] = call->parts[0].values[1];
-
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
-
-        for (j = 0; j < part->nlimits; j++) {
-            ngx_memcpy(&result->values[RRL_REPLY_HEADER
-                                       + RRL_REPLY_PER_LIMIT * part->index[j]],
-                       &part->values[RRL_REPLY_HEADER
-                                     + RRL_REPLY_PER_LIMIT * j],
-                       RRL_REPLY_PER_LIMIT * sizeof(int64_t));
-        }
-    }
-
-    result->nvalues = RRL_REPLY_HEADER
-                      + RRL_REPLY_PER_LIMIT * call->ctx->nlimits;
-    result->rc = NGX_OK;
-
-    if (!passed) {
-        ngx_http_redis_ratelimit_release(call);
-    }
-}
-
-
-/*
- * Reserve-then-release: the parts that passed committed their limits; the
- * request does not pass as a whole, so each gets the script's release form,
- * which gives back what that reservation took. Not awaited: a release lost
- * leaves the reservation counted (the strict side).
+ * Reserve-then-release: the request does not pass as a whole, so each part
+ * that passed is sent the script's release form, which gives back what its
+ * reservation took. Not awaited: a release lost leaves the reservation
+ * counted (the strict side).
  */
 
 static void
 ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
 {
+    size_t                            len;
     u_char                           *p;
-    size_t                           *argvlen;
     ngx_uint_t                        i;
-    const char                      **argv;
-    ngx_http_request_t               *r;
     ngx_http_redis_ratelimit_part_t  *part;
-
-    r = call->request;
 
     for (i = 0; i < call->nparts; i++) {
         part = &call->parts[i];
 
-        if (!part->ok || part->values[0] != 1 || part->node->ac == NULL) {
+        len = rrl_call_plan_release(call->plan, i, NULL, 0);
+
+        if (len == 0 || part->node->ac == NULL) {
             continue;
         }
 
-        /* [EVALSHA sha n keys.. "release" at now limits..] */
-
-        argv = ngx_palloc(r->pool, (part->argc + 2) * sizeof(char *));
-        argvlen = ngx_palloc(r->pool, (part->argc + 2) * sizeof(size_t));
-        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-
-        if (argv == NULL || argvlen == NULL || p == NULL) {
+        p = ngx_pnalloc(call->request->pool, len);
+        if (p == NULL) {
             return;
         }
 
-        ngx_memcpy(argv, part->argv, (3 + part->nlimits) * sizeof(char *));
-        ngx_memcpy(argvlen, part->argvlen,
-                   (3 + part->nlimits) * sizeof(size_t));
-
-        argv[3 + part->nlimits] = "release";
-        argvlen[3 + part->nlimits] = sizeof("release") - 1;
-        argv[4 + part->nlimits] = (char *) p;
-        argvlen[4 + part->nlimits] = ngx_sprintf(p, "%L", part->values[1]) - p;
-
-        ngx_memcpy(&argv[5 + part->nlimits], &part->argv[3 + part->nlimits],
-                   (part->argc - 3 - part->nlimits) * sizeof(char *));
-        ngx_memcpy(&argvlen[5 + part->nlimits],
-                   &part->argvlen[3 + part->nlimits],
-                   (part->argc - 3 - part->nlimits) * sizeof(size_t));
-
-        (void) ngx_http_redis_ratelimit_command_argv(part->node, NULL, NULL,
-                                                     part->argc + 2, argv,
-                                                     argvlen);
+        (void) rrl_call_plan_release(call->plan, i, (char *) p, len);
+        (void) ngx_http_redis_ratelimit_command_formatted(part->node, NULL,
+                                                          NULL, (char *) p,
+                                                          len);
     }
 }
 
@@ -1565,6 +1210,6 @@ ngx_http_redis_ratelimit_call_free(ngx_http_redis_ratelimit_call_t *call)
         ngx_del_timer(&call->timer);
     }
 
+    rrl_call_plan_free(call->plan);
     ngx_free(call);
 }
-

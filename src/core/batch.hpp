@@ -1,0 +1,57 @@
+// One EVALSHA of the script's batch form: the parts of calls (CallPlan)
+// for one node and slot made in one turn of the event loop. Redis runs the
+// script once for all of them and decides each request alone. A batch holds
+// at most kMaxParts requests or kMaxKeys keys (a script run stays short);
+// its command is built once, kept to be sent again, and its reply is one
+// array of each part's share in turn.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "call_plan.hpp"
+
+namespace rrl {
+
+class Batch {
+   public:
+    static constexpr std::size_t kMaxParts = 64;
+    static constexpr std::size_t kMaxKeys = 256;
+
+    // Adds the part of plan, tagged with data (the caller's); true: the
+    // batch is full, to be sent now. The plan must live until command().
+    bool add(const CallPlan& plan, std::size_t part, void* data);
+
+    // Leaves out entry i, before the command is built.
+    void remove(std::size_t i);
+
+    std::size_t size() const { return entries_.size(); }
+    void* data(std::size_t i) const { return entries_.at(i).data; }
+    std::size_t keys() const { return keys_; }
+    // The integers of the reply.
+    std::size_t values() const { return values_; }
+    // Where entry i's share of the reply starts.
+    std::size_t share(std::size_t i) const;
+
+    // [EVALSHA sha nkeys key.. "batch" "" nzones (zone's 4 arguments)..
+    // (n (zone cost)..)..] in RESP; built on the first call, then kept.
+    const std::string& command(std::string_view sha);
+
+   private:
+    struct Entry {
+        const CallPlan* plan;
+        std::size_t part;
+        std::size_t limits;
+        std::size_t values;
+        void* data;
+    };
+
+    std::vector<Entry> entries_;
+    std::size_t keys_ = 0;
+    std::size_t values_ = 0;
+    std::string command_;
+};
+
+}  // namespace rrl
