@@ -18,8 +18,8 @@ namespace {
 int zone_a, zone_b;
 
 // n limits with keys prefix0.., zone a then b in turn, costs 1..
-std::unique_ptr<rrl::CallPlan> plan(const std::string& prefix, std::size_t n,
-                                    bool cluster = false) {
+std::unique_ptr<rrl::Call> plan(const std::string& prefix, std::size_t n,
+                                bool cluster = false) {
     std::vector<std::string> keep;
     std::vector<const void*> zones;
     std::vector<std::string_view> argv;
@@ -39,7 +39,7 @@ std::unique_ptr<rrl::CallPlan> plan(const std::string& prefix, std::size_t n,
         argv.push_back(costs[j % 5]);
         zones.push_back(j % 2 ? &zone_b : &zone_a);
     }
-    return std::make_unique<rrl::CallPlan>(argv, zones, cluster);
+    return std::make_unique<rrl::Call>(argv, zones, cluster);
 }
 
 TEST(Resp, Command) {
@@ -124,7 +124,7 @@ TEST(Batch, TheCApi) {
     size_t argvlen[10];
     for (int i = 0; i < 10; i++) argvlen[i] = std::strlen(argv[i]);
     const void* zones[] = {&zone_a};
-    rrl_call_plan_t* p = rrl_call_plan_new(10, argv, argvlen, zones, 1, 0);
+    rrl_call_t* p = rrl_call_new(10, argv, argvlen, zones, 1, 0);
     rrl_batch_t* b = rrl_batch_new();
     int data;
     ASSERT_NE(b, nullptr);
@@ -145,7 +145,7 @@ TEST(Batch, TheCApi) {
     EXPECT_EQ(std::string(cmd, len).substr(0, 5), "*14\r\n");
     EXPECT_EQ(rrl_batch_add(b, p, 0, nullptr), RRL_ERROR);  // built
     rrl_batch_free(b);
-    rrl_call_plan_free(p);
+    rrl_call_free(p);
 }
 
 }  // namespace

@@ -7,11 +7,12 @@
 
 namespace rrl {
 
-bool Batch::add(const CallPlan& plan, std::size_t part, void* data) {
+bool Batch::add(Call& plan, std::size_t part, void* data) {
     if (!command_.empty()) throw std::logic_error("a batch already built");
 
     entries_.push_back(
         Entry{&plan, part, plan.limits(part), plan.values(part), data});
+    plan.enter(part);
     keys_ += plan.limits(part);
     values_ += plan.values(part);
 
@@ -35,11 +36,25 @@ std::size_t Batch::share(std::size_t i) const {
     return offset;
 }
 
+bool Batch::count() {
+    bool seen = false;
+
+    for (const Entry& e : entries_) {
+        if (e.plan->count(e.part)) seen = true;
+    }
+
+    return seen;
+}
+
+void Batch::resent(void* node) {
+    for (const Entry& e : entries_) e.plan->resent(e.part, node);
+}
+
 const std::string& Batch::command(std::string_view sha) {
     if (!command_.empty()) return command_;
 
     // the batch's zones, each named once: a few, in practice
-    std::vector<std::pair<const CallPlan*, std::pair<std::size_t, std::size_t>>>
+    std::vector<std::pair<const Call*, std::pair<std::size_t, std::size_t>>>
         zones;
     std::vector<const void*> ids;
     std::vector<std::size_t> zone_of;

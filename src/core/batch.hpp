@@ -1,4 +1,4 @@
-// One EVALSHA of the script's batch form: the parts of calls (CallPlan)
+// One EVALSHA of the script's batch form: the parts of calls (Call)
 // for one node and slot made in one turn of the event loop. Redis runs the
 // script once for all of them and decides each request alone. A batch holds
 // at most kMaxParts requests or kMaxKeys keys (a script run stays short);
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "call_plan.hpp"
+#include "call.hpp"
 
 namespace rrl {
 
@@ -20,15 +20,17 @@ class Batch {
     static constexpr std::size_t kMaxParts = 64;
     static constexpr std::size_t kMaxKeys = 256;
 
-    // Adds the part of plan, tagged with data (the caller's); true: the
-    // batch is full, to be sent now. The plan must live until command().
-    bool add(const CallPlan& plan, std::size_t part, void* data);
+    // Adds the part of call, tagged with data (the caller's), and enters
+    // it; true: the batch is full, to be sent now. The call must live while
+    // its part is in the batch.
+    bool add(Call& call, std::size_t part, void* data);
 
     // Leaves out entry i, before the command is built.
     void remove(std::size_t i);
 
     std::size_t size() const { return entries_.size(); }
     void* data(std::size_t i) const { return entries_.at(i).data; }
+    std::size_t part(std::size_t i) const { return entries_.at(i).part; }
     std::size_t keys() const { return keys_; }
     // The integers of the reply.
     std::size_t values() const { return values_; }
@@ -39,9 +41,15 @@ class Batch {
     // (n (zone cost)..)..] in RESP; built on the first call, then kept.
     const std::string& command(std::string_view sha);
 
+    // Its outcome for the breaker, once a batch: false when every part's
+    // was seen already. Each part is counted.
+    bool count();
+    // Sent again, to node: see Call::resent().
+    void resent(void* node);
+
    private:
     struct Entry {
-        const CallPlan* plan;
+        Call* plan;
         std::size_t part;
         std::size_t limits;
         std::size_t values;

@@ -1,75 +1,151 @@
-// extern "C" of call_plan.hpp, batch.hpp and retry.hpp (rrl_call.h).
+// extern "C" of call.hpp, batch.hpp and retry.hpp (rrl_call.h).
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "batch.hpp"
-#include "call_plan.hpp"
+#include "call.hpp"
 #include "capi.hpp"
 #include "retry.hpp"
 #include "rrl_call.h"
 
-struct rrl_call_plan_s {
-    rrl::CallPlan plan;
+struct rrl_call_s {
+    rrl::Call call;
 };
 
 struct rrl_batch_s {
     rrl::Batch batch;
 };
 
-using rrl::capi::guarded;
+namespace {
 
-rrl_call_plan_t* rrl_call_plan_new(int argc, const char** argv,
-                                   const size_t* argvlen,
-                                   const void* const* zones, size_t n,
-                                   int cluster) noexcept {
-    return guarded("call plan", static_cast<rrl_call_plan_t*>(nullptr), [&] {
+// A part out of range is logged and gives on_error.
+template <typename R, typename F>
+R on_call(R on_error, F&& body) noexcept {
+    return rrl::capi::guarded("call", on_error, body);
+}
+
+}  // namespace
+
+rrl_call_t* rrl_call_new(int argc, const char** argv, const size_t* argvlen,
+                         const void* const* zones, size_t n,
+                         int cluster) noexcept {
+    return on_call(static_cast<rrl_call_t*>(nullptr), [&] {
         std::vector<std::string_view> args;
         for (int i = 0; i < argc; i++) args.emplace_back(argv[i], argvlen[i]);
-        return new rrl_call_plan_t{rrl::CallPlan(
+        return new rrl_call_t{rrl::Call(
             args, std::vector<const void*>(zones, zones + n), cluster != 0)};
     });
 }
 
-void rrl_call_plan_free(rrl_call_plan_t* plan) noexcept {
-    delete plan;
+void rrl_call_free(rrl_call_t* call) noexcept {
+    delete call;
 }
 
-size_t rrl_call_plan_parts(const rrl_call_plan_t* plan) noexcept {
-    return plan->plan.parts();
+size_t rrl_call_parts(const rrl_call_t* call) noexcept {
+    return call->call.parts();
 }
 
-unsigned rrl_call_plan_slot(const rrl_call_plan_t* plan, size_t part) noexcept {
-    return guarded("call plan", 0u, [&] { return plan->plan.slot(part); });
+unsigned rrl_call_slot(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(0u, [&] { return call->call.slot(part); });
 }
 
-size_t rrl_call_plan_values(const rrl_call_plan_t* plan, size_t part) noexcept {
-    return guarded("call plan", size_t{0},
-                   [&] { return plan->plan.values(part); });
+void rrl_call_set_node(rrl_call_t* call, size_t part, void* node) noexcept {
+    on_call(0, [&] {
+        call->call.set_node(part, node);
+        return 0;
+    });
 }
 
-int64_t* rrl_call_plan_reply(rrl_call_plan_t* plan, size_t part) noexcept {
-    return guarded("call plan", static_cast<int64_t*>(nullptr),
-                   [&] { return plan->plan.reply(part); });
+void* rrl_call_node(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(static_cast<void*>(nullptr),
+                   [&] { return call->call.node(part); });
 }
 
-size_t rrl_call_plan_merge(const rrl_call_plan_t* plan, int64_t* out,
-                           size_t cap) noexcept {
-    return guarded("call plan", size_t{0},
-                   [&] { return plan->plan.merge(out, cap); });
+int rrl_call_asks(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.asks(part) ? 1 : 0; });
 }
 
-size_t rrl_call_plan_release(const rrl_call_plan_t* plan, size_t part,
-                             char* buf, size_t size) noexcept {
-    return guarded("call plan", size_t{0}, [&] {
-        if (!plan->plan.to_release(part)) return size_t{0};
-        return rrl::capi::put(plan->plan.release_command(part), buf, size);
+void rrl_call_set_probe(rrl_call_t* call, size_t part) noexcept {
+    on_call(0, [&] {
+        call->call.set_probe(part);
+        return 0;
+    });
+}
+
+int rrl_call_probe(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.probe(part) ? 1 : 0; });
+}
+
+int rrl_call_out(rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.out(part) ? 1 : 0; });
+}
+
+int rrl_call_awaited(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.awaited(part) ? 1 : 0; });
+}
+
+size_t rrl_call_in_batches(const rrl_call_t* call) noexcept {
+    return call->call.in_batches();
+}
+
+size_t rrl_call_answer(rrl_call_t* call, size_t part) noexcept {
+    return on_call(size_t{0}, [&] { return call->call.answer(part); });
+}
+
+size_t rrl_call_pending(const rrl_call_t* call) noexcept {
+    return call->call.pending();
+}
+
+int rrl_call_unsent(rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.unsent(part) ? 1 : 0; });
+}
+
+size_t rrl_call_time_out(rrl_call_t* call) noexcept {
+    return call->call.time_out();
+}
+
+int rrl_call_fails(rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.fails(part) ? 1 : 0; });
+}
+
+void rrl_call_detach(rrl_call_t* call) noexcept {
+    call->call.detach();
+}
+
+int rrl_call_probe_out(const rrl_call_t* call) noexcept {
+    return call->call.probe_out() ? 1 : 0;
+}
+
+int rrl_call_probe_lost(rrl_call_t* call, size_t part) noexcept {
+    return on_call(0, [&] { return call->call.probe_lost(part) ? 1 : 0; });
+}
+
+size_t rrl_call_values(const rrl_call_t* call, size_t part) noexcept {
+    return on_call(size_t{0}, [&] { return call->call.values(part); });
+}
+
+int64_t* rrl_call_reply(rrl_call_t* call, size_t part) noexcept {
+    return on_call(static_cast<int64_t*>(nullptr),
+                   [&] { return call->call.reply(part); });
+}
+
+size_t rrl_call_merge(const rrl_call_t* call, int64_t* out,
+                      size_t cap) noexcept {
+    return on_call(size_t{0}, [&] { return call->call.merge(out, cap); });
+}
+
+size_t rrl_call_release(const rrl_call_t* call, size_t part, char* buf,
+                        size_t size) noexcept {
+    return on_call(size_t{0}, [&] {
+        if (!call->call.to_release(part)) return size_t{0};
+        return rrl::capi::put(call->call.release_command(part), buf, size);
     });
 }
 
 rrl_batch_t* rrl_batch_new(void) noexcept {
-    return guarded("batch", static_cast<rrl_batch_t*>(nullptr),
+    return on_call(static_cast<rrl_batch_t*>(nullptr),
                    [] { return new rrl_batch_t; });
 }
 
@@ -77,15 +153,15 @@ void rrl_batch_free(rrl_batch_t* batch) noexcept {
     delete batch;
 }
 
-int rrl_batch_add(rrl_batch_t* batch, const rrl_call_plan_t* plan, size_t part,
+int rrl_batch_add(rrl_batch_t* batch, rrl_call_t* call, size_t part,
                   void* data) noexcept {
-    return guarded("batch", RRL_ERROR, [&] {
-        return batch->batch.add(plan->plan, part, data) ? 1 : RRL_OK;
+    return on_call(RRL_ERROR, [&] {
+        return batch->batch.add(call->call, part, data) ? 1 : RRL_OK;
     });
 }
 
 void rrl_batch_remove(rrl_batch_t* batch, size_t i) noexcept {
-    guarded("batch", 0, [&] {
+    on_call(0, [&] {
         batch->batch.remove(i);
         return 0;
     });
@@ -96,8 +172,12 @@ size_t rrl_batch_size(const rrl_batch_t* batch) noexcept {
 }
 
 void* rrl_batch_data(const rrl_batch_t* batch, size_t i) noexcept {
-    return guarded("batch", static_cast<void*>(nullptr),
+    return on_call(static_cast<void*>(nullptr),
                    [&] { return batch->batch.data(i); });
+}
+
+size_t rrl_batch_part(const rrl_batch_t* batch, size_t i) noexcept {
+    return on_call(size_t{0}, [&] { return batch->batch.part(i); });
 }
 
 size_t rrl_batch_values(const rrl_batch_t* batch) noexcept {
@@ -105,15 +185,27 @@ size_t rrl_batch_values(const rrl_batch_t* batch) noexcept {
 }
 
 size_t rrl_batch_share(const rrl_batch_t* batch, size_t i) noexcept {
-    return guarded("batch", size_t{0}, [&] { return batch->batch.share(i); });
+    return on_call(size_t{0}, [&] { return batch->batch.share(i); });
 }
 
 const char* rrl_batch_command(rrl_batch_t* batch, const char* sha,
                               size_t sha_len, size_t* len) noexcept {
-    return guarded("batch", static_cast<const char*>(nullptr), [&] {
-        const std::string& command = batch->batch.command({sha, sha_len});
+    return on_call(static_cast<const char*>(nullptr), [&] {
+        const std::string& command =
+            batch->batch.command(std::string_view(sha ? sha : "", sha_len));
         *len = command.size();
         return command.data();
+    });
+}
+
+int rrl_batch_count(rrl_batch_t* batch) noexcept {
+    return on_call(0, [&] { return batch->batch.count() ? 1 : 0; });
+}
+
+void rrl_batch_resent(rrl_batch_t* batch, void* node) noexcept {
+    on_call(0, [&] {
+        batch->batch.resent(node);
+        return 0;
     });
 }
 

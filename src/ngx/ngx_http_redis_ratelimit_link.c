@@ -2,9 +2,9 @@
 /*
  * The per-worker Redis link: the script calls of requests, routed to a
  * node (the server, the primary a Sentinel names, or in a Cluster the
- * primary of the keys' slot, one part per slot: rrl_call_plan_*), each
- * request's parts under one timeout; they outlive their request if the
- * client goes away.
+ * primary of the keys' slot, one part per slot), each request's parts under
+ * one timeout; they outlive their request if the client goes away. The
+ * core keeps each call's parts and their state (rrl_call_*).
  *
  * The parts made in one turn of the event loop for one node and slot go as
  * one EVALSHA of the script's batch form (rrl_batch_*): Redis runs the
@@ -20,62 +20,46 @@
 #include "rrl_call.h"
 
 
-typedef struct ngx_http_redis_ratelimit_batch_s
-    ngx_http_redis_ratelimit_batch_t;
-
-
-/* one request's script call on one node: its limits of one slot */
-typedef struct {
-    ngx_http_redis_ratelimit_call_t   *call;
-    ngx_http_redis_ratelimit_node_t   *node;  /* where it was sent */
-    ngx_http_redis_ratelimit_batch_t  *batch; /* what carries it */
-
-    unsigned                     in_redis:1;  /* in a batch */
-    unsigned                     answered:1;
-    unsigned                     counted:1;   /* the breaker saw its outcome */
-    unsigned                     probe:1;     /* its node's half-open probe */
-} ngx_http_redis_ratelimit_part_t;
+#define ngx_http_redis_ratelimit_part_node(call, i)                           \
+    ((ngx_http_redis_ratelimit_node_t *) rrl_call_node((call)->parts, i))
 
 
 /*
- * One EVALSHA of the batch form: open (in link->batches) until the turn
- * ends, then sent; the core keeps its command, to be sent again after
- * NOSCRIPT, MOVED or ASK, when the requests' pools may be gone.
+ * Open (in link->batches) until the turn ends, then sent; the core keeps
+ * its command, sent again after NOSCRIPT, MOVED or ASK, when the requests'
+ * pools may be gone. Its entries' data: their calls.
  */
-struct ngx_http_redis_ratelimit_batch_s {
+typedef struct {
     ngx_queue_t                  queue;
     ngx_http_redis_ratelimit_node_t   *node;
     ngx_uint_t                   slot;
-    rrl_batch_t                 *parts;       /* of part_t */
+    rrl_batch_t                 *entries;
     unsigned                     retried:1;   /* after NOSCRIPT */
     unsigned                     redirected:1; /* after MOVED or ASK */
     int64_t                      sent;        /* for metrics, us */
-};
+} ngx_http_redis_ratelimit_batch_t;
 
 
 struct ngx_http_redis_ratelimit_call_s {
     ngx_http_request_t          *request;     /* NULL once detached */
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_done_pt  done;
-    rrl_call_plan_t             *plan;
+    rrl_call_t                  *parts;
     ngx_event_t                  timer;       /* command timeout */
     ngx_event_t                  finish;      /* posted on the last reply */
-    ngx_uint_t                   nparts;
-    ngx_uint_t                   pending;     /* parts not answered */
-    ngx_uint_t                   in_redis;    /* parts in batches */
-    ngx_http_redis_ratelimit_part_t  parts[1];
+    unsigned                     held:1;      /* not to be freed now */
 };
 
 
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
     ngx_uint_t slot);
 static ngx_int_t ngx_http_redis_ratelimit_enqueue(
-    ngx_http_redis_ratelimit_part_t *part);
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_batch_send(
     ngx_http_redis_ratelimit_batch_t *batch);
 static ngx_int_t ngx_http_redis_ratelimit_part_out(
-    ngx_http_redis_ratelimit_part_t *part);
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
 static ngx_int_t ngx_http_redis_ratelimit_batch_resend(
@@ -87,23 +71,23 @@ static void ngx_http_redis_ratelimit_batch_answer(
     ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr);
 static void ngx_http_redis_ratelimit_batch_fail(
     ngx_http_redis_ratelimit_batch_t *batch, const char *fmt, ...);
-static void ngx_http_redis_ratelimit_part_unsent(
-    ngx_http_redis_ratelimit_part_t *part);
 static void ngx_http_redis_ratelimit_batch_unsent(
     ngx_http_redis_ratelimit_batch_t *batch, ngx_uint_t failed);
 static void ngx_http_redis_ratelimit_batch_free(
     ngx_http_redis_ratelimit_batch_t *batch);
+static void ngx_http_redis_ratelimit_part_unsent(
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_part_done(
-    ngx_http_redis_ratelimit_part_t *part);
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_part_failed(
-    ngx_http_redis_ratelimit_part_t *part, const char *fmt, ...);
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i, const char *fmt, ...);
 static void ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_call_probe_timeout(
     ngx_http_redis_ratelimit_call_t *call);
-static void ngx_http_redis_ratelimit_call_free(
-    ngx_http_redis_ratelimit_call_t *call);
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_release(
+    ngx_http_redis_ratelimit_call_t *call);
+static void ngx_http_redis_ratelimit_call_free(
     ngx_http_redis_ratelimit_call_t *call);
 
 
@@ -219,11 +203,9 @@ ngx_http_redis_ratelimit_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_http_redis_ratelimit_done_pt done)
 {
-    ngx_uint_t                        i, j, nparts;
+    ngx_uint_t                        i, nparts;
     const void                      **zones;
-    rrl_call_plan_t                  *plan;
     ngx_http_redis_ratelimit_call_t  *call;
-    ngx_http_redis_ratelimit_part_t  *part;
     ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
@@ -238,46 +220,32 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     }
 
     zones = ngx_palloc(r->pool, ctx->nlimits * sizeof(void *));
-    if (zones == NULL) {
-        return NULL;
+
+    /* not in r->pool: hiredis may outlive it */
+    call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t),
+                      r->connection->log);
+
+    if (zones == NULL || call == NULL) {
+        goto failed;
     }
 
     for (i = 0; i < ctx->nlimits; i++) {
         zones[i] = ctx->limits[i]->zone;
     }
 
-    plan = rrl_call_plan_new(ctx->argc, ctx->argv, ctx->argvlen, zones,
-                             ctx->nlimits,
-                             link->conf->mode
-                             == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER);
-    if (plan == NULL) {
-        return NULL;
+    call->parts = rrl_call_new(ctx->argc, ctx->argv, ctx->argvlen, zones,
+                               ctx->nlimits, link->conf->mode
+                               == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER);
+    if (call->parts == NULL) {
+        goto failed;
     }
 
-    /* not in r->pool: hiredis may outlive it */
-    nparts = rrl_call_plan_parts(plan);
-
-    call = ngx_calloc(sizeof(ngx_http_redis_ratelimit_call_t)
-                      + (nparts - 1) * sizeof(ngx_http_redis_ratelimit_part_t),
-                      r->connection->log);
-    if (call == NULL) {
-        rrl_call_plan_free(plan);
-        return NULL;
-    }
-
-    call->request = r;
-    call->ctx = ctx;
-    call->done = done;
-    call->plan = plan;
-    call->nparts = nparts;
+    nparts = rrl_call_parts(call->parts);
 
     /* every part must have somewhere to go, or none is sent */
 
     for (i = 0; i < nparts; i++) {
-        part = &call->parts[i];
-        part->call = call;
-
-        node = ngx_http_redis_ratelimit_route(rrl_call_plan_slot(plan, i));
+        node = ngx_http_redis_ratelimit_route(rrl_call_slot(call->parts, i));
 
         if (node == NULL || node->ac == NULL) {
             ngx_http_redis_ratelimit_log_failure(r->connection->log,
@@ -287,31 +255,27 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
             goto failed;
         }
 
-        part->node = node;
+        rrl_call_set_node(call->parts, i, node);
     }
 
     for (i = 0; i < nparts; i++) {
-        node = call->parts[i].node;
-
-        /* a node is asked once a call: its parts go with one probe */
-        for (j = 0; j < i && call->parts[j].node != node; j++) { /* void */ }
-
-        if (j < i) {
+        if (!rrl_call_asks(call->parts, i)) {
             continue;
         }
 
-        switch (ngx_http_redis_ratelimit_circuit_allows(node)) {
-
+        switch (ngx_http_redis_ratelimit_circuit_allows(
+                                  ngx_http_redis_ratelimit_part_node(call, i)))
+        {
         case RRL_BREAKER_PROBE:
-            call->parts[i].probe = 1;
+            rrl_call_set_probe(call->parts, i);
             break;
 
         case RRL_BREAKER_REFUSE:
             while (i--) {
                 /* the probes granted to the call: not made */
-                if (call->parts[i].probe) {
+                if (rrl_call_probe(call->parts, i)) {
                     ngx_http_redis_ratelimit_circuit_abandon(
-                                                         call->parts[i].node);
+                                  ngx_http_redis_ratelimit_part_node(call, i));
                 }
             }
 
@@ -319,6 +283,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
             goto failed;
         }
     }
+
+    call->request = r;
+    call->ctx = ctx;
+    call->done = done;
 
     call->timer.handler = ngx_http_redis_ratelimit_call_timeout_handler;
     call->timer.data = call;
@@ -328,14 +296,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     call->finish.data = call;
     call->finish.log = r->connection->log;
 
-    call->pending = nparts;
-
     for (i = 0; i < nparts; i++) {
-        part = &call->parts[i];
-
-        if (ngx_http_redis_ratelimit_enqueue(part) != NGX_OK) {
-            ngx_http_redis_ratelimit_part_unsent(part);
-            ngx_http_redis_ratelimit_part_failed(part, "no memory");
+        if (ngx_http_redis_ratelimit_enqueue(call, i) != NGX_OK) {
+            ngx_http_redis_ratelimit_part_unsent(call, i);
+            ngx_http_redis_ratelimit_part_failed(call, i, "no memory");
         }
     }
 
@@ -348,8 +312,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 
 failed:
 
-    rrl_call_plan_free(plan);
-    ngx_free(call);
+    if (call) {
+        rrl_call_free(call->parts);
+        ngx_free(call);
+    }
 
     return NULL;
 }
@@ -381,17 +347,18 @@ ngx_http_redis_ratelimit_route(ngx_uint_t slot)
  */
 
 static ngx_int_t
-ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
+ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t i)
 {
     int                                rc;
     ngx_uint_t                         slot;
     ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_call_t   *call = part->call;
+    ngx_http_redis_ratelimit_node_t   *node;
     ngx_http_redis_ratelimit_batch_t  *batch;
     ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
 
-    slot = rrl_call_plan_slot(call->plan, part - call->parts);
-    batch = NULL;
+    node = ngx_http_redis_ratelimit_part_node(call, i);
+    slot = rrl_call_slot(call->parts, i);
 
     for (q = ngx_queue_head(&link->batches);
          q != ngx_queue_sentinel(&link->batches);
@@ -399,45 +366,35 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
     {
         batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
 
-        if (batch->node == part->node && batch->slot == slot) {
-            break;
+        if (batch->node == node && batch->slot == slot) {
+            goto add;
         }
-
-        batch = NULL;
     }
 
+    batch = ngx_calloc(sizeof(ngx_http_redis_ratelimit_batch_t), link->log);
     if (batch == NULL) {
-        batch = ngx_calloc(sizeof(ngx_http_redis_ratelimit_batch_t),
-                           link->log);
-        if (batch == NULL) {
-            return NGX_ERROR;
-        }
-
-        batch->parts = rrl_batch_new();
-        if (batch->parts == NULL) {
-            ngx_free(batch);
-            return NGX_ERROR;
-        }
-
-        batch->node = part->node;
-        batch->slot = slot;
-        batch->node->batches++;
-
-        ngx_queue_insert_tail(&link->batches, &batch->queue);
-
-        if (!link->flush.posted) {
-            ngx_post_event(&link->flush, &ngx_posted_events);
-        }
-    }
-
-    rc = rrl_batch_add(batch->parts, call->plan, part - call->parts, part);
-    if (rc == RRL_ERROR) {
         return NGX_ERROR;
     }
 
-    part->batch = batch;
-    part->in_redis = 1;
-    call->in_redis++;
+    batch->entries = rrl_batch_new();
+    if (batch->entries == NULL) {
+        ngx_free(batch);
+        return NGX_ERROR;
+    }
+
+    batch->node = node;
+    batch->slot = slot;
+    node->batches++;
+
+    ngx_queue_insert_tail(&link->batches, &batch->queue);
+
+    if (!link->flush.posted) {
+        ngx_post_event(&link->flush, &ngx_posted_events);
+    }
+
+add:
+
+    rc = rrl_batch_add(batch->entries, call->parts, i, call);
 
     if (rc == 1) {
         /* full */
@@ -445,7 +402,7 @@ ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_part_t *part)
         ngx_http_redis_ratelimit_batch_send(batch);
     }
 
-    return NGX_OK;
+    return (rc == RRL_ERROR) ? NGX_ERROR : NGX_OK;
 }
 
 
@@ -490,12 +447,11 @@ ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 static void
 ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 {
-    size_t                            len;
-    ngx_uint_t                        i;
+    size_t                            i, part, len;
     ngx_str_t                        *sha;
-    const char                       *command;
+    const char                       *command, *what, *error;
+    ngx_http_redis_ratelimit_call_t  *call;
     ngx_http_redis_ratelimit_node_t  *node;
-    ngx_http_redis_ratelimit_part_t  *part;
 
     node = batch->node;
 
@@ -504,35 +460,34 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
     /* a request gone (or timed out) in the meantime is not sent */
 
-    for (i = 0; i < rrl_batch_size(batch->parts); /* void */ ) {
-        part = rrl_batch_data(batch->parts, i);
+    for (i = 0; i < rrl_batch_size(batch->entries); /* void */ ) {
+        call = rrl_batch_data(batch->entries, i);
+        part = rrl_batch_part(batch->entries, i);
 
-        if (part->call->request == NULL || part->answered) {
-            ngx_http_redis_ratelimit_part_unsent(part);
-            rrl_batch_remove(batch->parts, i);
-            (void) ngx_http_redis_ratelimit_part_out(part);
+        if (rrl_call_awaited(call->parts, part)) {
+            i++;
             continue;
         }
 
-        i++;
+        ngx_http_redis_ratelimit_part_unsent(call, part);
+        rrl_batch_remove(batch->entries, i);
+        (void) ngx_http_redis_ratelimit_part_out(call, part);
     }
 
-    if (rrl_batch_size(batch->parts) == 0) {
+    if (rrl_batch_size(batch->entries) == 0) {
         ngx_http_redis_ratelimit_batch_free(batch);
         return;
     }
 
     if (node->ac == NULL) {
-        ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
-        ngx_http_redis_ratelimit_batch_unsent(batch, 1);
-        ngx_http_redis_ratelimit_batch_fail(batch, "no connection");
-        ngx_http_redis_ratelimit_batch_free(batch);
-        return;
+        what = "";
+        error = "no connection";
+        goto failed;
     }
 
     sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
 
-    command = rrl_batch_command(batch->parts, (char *) sha->data, sha->len,
+    command = rrl_batch_command(batch->entries, (char *) sha->data, sha->len,
                                 &len);
     if (command == NULL) {
         ngx_http_redis_ratelimit_batch_unsent(batch, 0);
@@ -544,19 +499,22 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
     if (ngx_http_redis_ratelimit_command_formatted(node,
                                       ngx_http_redis_ratelimit_batch_reply,
                                       batch, command, len)
-        != NGX_OK)
+        == NGX_OK)
     {
-        ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
-        ngx_http_redis_ratelimit_batch_unsent(batch, 1);
-        ngx_http_redis_ratelimit_batch_fail(batch, "cannot send: %s",
-                                            node->ac && node->ac->errstr[0]
-                                            ? node->ac->errstr : "closing");
-        ngx_http_redis_ratelimit_batch_free(batch);
+        batch->sent = ngx_http_redis_ratelimit_clock();
+        node->in_flight++;
         return;
     }
 
-    batch->sent = ngx_http_redis_ratelimit_clock();
-    node->in_flight++;
+    what = "cannot send: ";
+    error = (node->ac && node->ac->errstr[0]) ? node->ac->errstr : "closing";
+
+failed:
+
+    ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
+    ngx_http_redis_ratelimit_batch_unsent(batch, 1);
+    ngx_http_redis_ratelimit_batch_fail(batch, "%s%s", what, error);
+    ngx_http_redis_ratelimit_batch_free(batch);
 }
 
 
@@ -568,19 +526,16 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
  */
 
 static ngx_int_t
-ngx_http_redis_ratelimit_part_out(ngx_http_redis_ratelimit_part_t *part)
+ngx_http_redis_ratelimit_part_out(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t i)
 {
-    ngx_http_redis_ratelimit_call_t  *call = part->call;
-
-    part->in_redis = 0;
-    part->batch = NULL;
-    call->in_redis--;
-
-    if (call->request != NULL && !part->answered) {
+    if (rrl_call_out(call->parts, i)) {
         return NGX_OK;
     }
 
-    if (call->in_redis == 0 && call->request == NULL) {
+    if (call->request == NULL && !call->held
+        && rrl_call_in_batches(call->parts) == 0)
+    {
         ngx_http_redis_ratelimit_call_free(call);
     }
 
@@ -592,11 +547,10 @@ static void
 ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
     void *privdata)
 {
-    size_t                             i, n, len;
-    ngx_uint_t                         kind, counted;
+    size_t                             len;
+    ngx_uint_t                         kind;
     const char                        *script;
     redisReply                        *rr = reply;
-    ngx_http_redis_ratelimit_part_t   *part;
     ngx_http_redis_ratelimit_node_t   *node;
     ngx_http_redis_ratelimit_batch_t  *batch = privdata;
 
@@ -608,21 +562,7 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
            ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
            : RRL_REPLY_ERROR;
 
-    /* the batch counts once for the breaker */
-
-    counted = 1;
-    n = rrl_batch_size(batch->parts);
-
-    for (i = 0; i < n; i++) {
-        part = rrl_batch_data(batch->parts, i);
-
-        if (!part->counted) {
-            part->counted = 1;
-            counted = 0;
-        }
-    }
-
-    if (!counted) {
+    if (rrl_batch_count(batch->entries)) {
         ngx_http_redis_ratelimit_circuit_outcome(node,
                                rrl_retry_counts_ok(rr != NULL,
                                         rr && rr->type == REDIS_REPLY_ARRAY,
@@ -671,12 +611,11 @@ static ngx_int_t
 ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     ngx_http_redis_ratelimit_node_t *node)
 {
-    size_t                            i, len;
-    const char                       *command;
-    ngx_http_redis_ratelimit_part_t  *part;
+    size_t       len;
+    const char  *command;
 
-    /* built: the core gives it back as it was sent */
-    command = rrl_batch_command(batch->parts, NULL, 0, &len);
+    /* built once: the core gives it back as it was sent */
+    command = rrl_batch_command(batch->entries, NULL, 0, &len);
 
     if (command == NULL
         || ngx_http_redis_ratelimit_command_formatted(node,
@@ -691,13 +630,8 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
     batch->sent = ngx_http_redis_ratelimit_clock();
     node->in_flight++;
 
-    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
-        part = rrl_batch_data(batch->parts, i);
-        part->node = node;
-        part->counted = 0;
-        /* the probe, if any, was the first node's: its reply ended it */
-        part->probe = 0;
-    }
+    /* counted anew; a probe was the first node's: its reply ended it */
+    rrl_batch_resent(batch->entries, node);
 
     return NGX_OK;
 }
@@ -777,10 +711,9 @@ static void
 ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     redisReply *rr)
 {
-    size_t                            i, j, k, n, len;
+    size_t                            i, j, k, n, part, len;
     int64_t                          *values;
-    rrl_call_plan_t                  *plan;
-    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_call_t  *call;
     u_char                            text[128];
 
     if (rr == NULL) {
@@ -814,7 +747,7 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     if (rr->type != REDIS_REPLY_ARRAY
-        || rr->elements != rrl_batch_values(batch->parts))
+        || rr->elements != rrl_batch_values(batch->entries))
     {
         ngx_http_redis_ratelimit_batch_fail(batch, "unexpected reply type %d",
                                             rr->type);
@@ -830,23 +763,23 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
         }
     }
 
-    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
-        part = rrl_batch_data(batch->parts, i);
-        k = rrl_batch_share(batch->parts, i);
-        plan = part->call->plan;
+    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
+        call = rrl_batch_data(batch->entries, i);
+        part = rrl_batch_part(batch->entries, i);
+        k = rrl_batch_share(batch->entries, i);
 
-        if (ngx_http_redis_ratelimit_part_out(part) != NGX_OK) {
+        if (ngx_http_redis_ratelimit_part_out(call, part) != NGX_OK) {
             continue;
         }
 
-        n = rrl_call_plan_values(plan, part - part->call->parts);
-        values = rrl_call_plan_reply(plan, part - part->call->parts);
+        n = rrl_call_values(call->parts, part);
+        values = rrl_call_reply(call->parts, part);
 
         for (j = 0; j < n; j++) {
             values[j] = rr->element[k + j]->integer;
         }
 
-        ngx_http_redis_ratelimit_part_done(part);
+        ngx_http_redis_ratelimit_part_done(call, part);
     }
 }
 
@@ -856,42 +789,23 @@ ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
     const char *fmt, ...)
 {
     u_char                           *p;
+    size_t                            i, part;
     va_list                           args;
-    ngx_uint_t                        i;
-    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_call_t  *call;
     u_char                            error[128];
 
     va_start(args, fmt);
     p = ngx_vslprintf(error, error + sizeof(error), fmt, args);
     va_end(args);
 
-    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
-        part = rrl_batch_data(batch->parts, i);
+    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
+        call = rrl_batch_data(batch->entries, i);
+        part = rrl_batch_part(batch->entries, i);
 
-        if (ngx_http_redis_ratelimit_part_out(part) == NGX_OK) {
-            ngx_http_redis_ratelimit_part_failed(part, "%*s",
+        if (ngx_http_redis_ratelimit_part_out(call, part) == NGX_OK) {
+            ngx_http_redis_ratelimit_part_failed(call, part, "%*s",
                                                  (size_t) (p - error), error);
         }
-    }
-}
-
-
-/*
- * A part that is not sent: the probe it holds, if the breaker has not seen
- * its outcome, is abandoned (the next call probes).
- */
-
-static void
-ngx_http_redis_ratelimit_part_unsent(ngx_http_redis_ratelimit_part_t *part)
-{
-    if (part->counted) {
-        return;
-    }
-
-    part->counted = 1;
-
-    if (part->probe) {
-        ngx_http_redis_ratelimit_circuit_abandon(part->node);
     }
 }
 
@@ -905,29 +819,20 @@ static void
 ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
     ngx_uint_t failed)
 {
-    ngx_uint_t                        i, counted;
-    ngx_http_redis_ratelimit_part_t  *part;
+    size_t  i;
 
-    counted = 1;
-
-    for (i = 0; i < rrl_batch_size(batch->parts); i++) {
-        part = rrl_batch_data(batch->parts, i);
-
-        if (part->counted) {
-            continue;
+    if (failed) {
+        if (rrl_batch_count(batch->entries)) {
+            ngx_http_redis_ratelimit_circuit_outcome(batch->node, 0);
         }
 
-        counted = 0;
-
-        if (!failed) {
-            ngx_http_redis_ratelimit_part_unsent(part);
-        }
-
-        part->counted = 1;
+        return;
     }
 
-    if (failed && !counted) {
-        ngx_http_redis_ratelimit_circuit_outcome(batch->node, 0);
+    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
+        ngx_http_redis_ratelimit_part_unsent(
+                                      rrl_batch_data(batch->entries, i),
+                                      rrl_batch_part(batch->entries, i));
     }
 }
 
@@ -935,19 +840,32 @@ ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
 static void
 ngx_http_redis_ratelimit_batch_free(ngx_http_redis_ratelimit_batch_t *batch)
 {
-    rrl_batch_free(batch->parts);
+    rrl_batch_free(batch->entries);
     ngx_free(batch);
 }
 
 
+/*
+ * A part that is not sent: the probe it holds, if the breaker has not seen
+ * its outcome, is abandoned (the next call probes).
+ */
+
 static void
-ngx_http_redis_ratelimit_part_done(ngx_http_redis_ratelimit_part_t *part)
+ngx_http_redis_ratelimit_part_unsent(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t i)
 {
-    ngx_http_redis_ratelimit_call_t  *call = part->call;
+    if (rrl_call_unsent(call->parts, i)) {
+        ngx_http_redis_ratelimit_circuit_abandon(
+                                  ngx_http_redis_ratelimit_part_node(call, i));
+    }
+}
 
-    part->answered = 1;
 
-    if (--call->pending == 0) {
+static void
+ngx_http_redis_ratelimit_part_done(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t i)
+{
+    if (rrl_call_answer(call->parts, i) == 0) {
         /* resume the request from the event loop, not from inside hiredis */
         ngx_post_event(&call->finish, &ngx_posted_events);
     }
@@ -955,14 +873,14 @@ ngx_http_redis_ratelimit_part_done(ngx_http_redis_ratelimit_part_t *part)
 
 
 static void
-ngx_http_redis_ratelimit_part_failed(ngx_http_redis_ratelimit_part_t *part,
-    const char *fmt, ...)
+ngx_http_redis_ratelimit_part_failed(ngx_http_redis_ratelimit_call_t *call,
+    ngx_uint_t i, const char *fmt, ...)
 {
     va_list                             args;
     u_char                             *p;
     ngx_http_redis_ratelimit_result_t  *result;
 
-    result = &part->call->ctx->result;
+    result = &call->ctx->result;
 
     if (result->node == NULL) {
         /* the first failure tells */
@@ -972,10 +890,10 @@ ngx_http_redis_ratelimit_part_failed(ngx_http_redis_ratelimit_part_t *part,
         va_end(args);
 
         result->error_len = p - result->error;
-        result->node = &part->node->name;
+        result->node = &ngx_http_redis_ratelimit_part_node(call, i)->name;
     }
 
-    ngx_http_redis_ratelimit_part_done(part);
+    ngx_http_redis_ratelimit_part_done(call, i);
 }
 
 
@@ -984,8 +902,7 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
-    ngx_uint_t                          i, j;
-    ngx_http_redis_ratelimit_part_t    *part;
+    ngx_uint_t                          i, n;
     ngx_http_redis_ratelimit_result_t  *result;
 
     if (call->request == NULL) {
@@ -993,7 +910,7 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
         return;
     }
 
-    if (call->pending == 0) {
+    if (rrl_call_pending(call->parts) == 0) {
         /*
          * every part was answered in this turn, before the timers ran:
          * the finish posted then decides, and no timeout is counted
@@ -1003,49 +920,29 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 
     result = &call->ctx->result;
 
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
+    /* every part answered: a stuck connection dropped cannot touch it */
+    i = rrl_call_time_out(call->parts);
 
-        if (part->answered) {
-            continue;
-        }
-
-        if (result->node == NULL) {
-            result->error_len = ngx_sprintf(result->error,
-                                            "timed out after %M ms",
-                                            ngx_http_redis_ratelimit_link
-                                            .conf->timeout)
-                                - result->error;
-            result->node = &part->node->name;
-        }
-
-        part->answered = 1;
+    if (result->node == NULL) {
+        result->error_len = ngx_sprintf(result->error,
+                                        "timed out after %M ms",
+                                        ngx_http_redis_ratelimit_link
+                                        .conf->timeout)
+                            - result->error;
+        result->node = &ngx_http_redis_ratelimit_part_node(call, i)->name;
     }
 
-    /*
-     * a failure for each node waited on, once: every part is answered, so
-     * a stuck connection the breaker drops can no more touch this call
-     */
+    /* a failure for each node waited on, once */
 
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
+    n = rrl_call_parts(call->parts);
 
-        if (part->counted) {
-            continue;
-        }
-
-        part->counted = 1;
-
-        for (j = 0; j < i && call->parts[j].node != part->node; j++) {
-            /* void */
-        }
-
-        if (j == i) {
-            ngx_http_redis_ratelimit_circuit_outcome(part->node, 0);
+    for (i = 0; i < n; i++) {
+        if (rrl_call_fails(call->parts, i)) {
+            ngx_http_redis_ratelimit_circuit_outcome(
+                                  ngx_http_redis_ratelimit_part_node(call, i),
+                                  0);
         }
     }
-
-    call->pending = 0;
 
     ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_TIMEOUT);
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
@@ -1063,21 +960,22 @@ static void
 ngx_http_redis_ratelimit_call_probe_timeout(
     ngx_http_redis_ratelimit_call_t *call)
 {
-    ngx_uint_t                        i;
-    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_uint_t  i, n;
 
-    call->in_redis++;
+    call->held = 1;
+    n = rrl_call_parts(call->parts);
 
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
-
-        if (part->in_redis && part->probe && !part->counted) {
-            part->counted = 1;
-            ngx_http_redis_ratelimit_circuit_outcome(part->node, 0);
+    for (i = 0; i < n; i++) {
+        if (rrl_call_probe_lost(call->parts, i)) {
+            ngx_http_redis_ratelimit_circuit_outcome(
+                                  ngx_http_redis_ratelimit_part_node(call, i),
+                                  0);
         }
     }
 
-    if (--call->in_redis == 0) {
+    call->held = 0;
+
+    if (rrl_call_in_batches(call->parts) == 0) {
         ngx_http_redis_ratelimit_call_free(call);
     }
 }
@@ -1104,8 +1002,8 @@ ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev)
     done = call->done;
     result = &ctx->result;
 
-    result->nvalues = rrl_call_plan_merge(call->plan, result->values,
-                                          result->capacity);
+    result->nvalues = rrl_call_merge(call->parts, result->values,
+                                     result->capacity);
     result->rc = result->nvalues ? NGX_OK : NGX_ERROR;
 
     ngx_http_redis_ratelimit_release(call);
@@ -1126,17 +1024,15 @@ ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev)
 static void
 ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
 {
-    size_t                            len;
+    size_t                            i, len;
     u_char                           *p;
-    ngx_uint_t                        i;
-    ngx_http_redis_ratelimit_part_t  *part;
+    ngx_http_redis_ratelimit_node_t  *node;
 
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
+    for (i = 0; i < rrl_call_parts(call->parts); i++) {
+        node = ngx_http_redis_ratelimit_part_node(call, i);
+        len = rrl_call_release(call->parts, i, NULL, 0);
 
-        len = rrl_call_plan_release(call->plan, i, NULL, 0);
-
-        if (len == 0 || part->node->ac == NULL) {
+        if (len == 0 || node->ac == NULL) {
             continue;
         }
 
@@ -1145,10 +1041,9 @@ ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
             return;
         }
 
-        (void) rrl_call_plan_release(call->plan, i, (char *) p, len);
-        (void) ngx_http_redis_ratelimit_command_formatted(part->node, NULL,
-                                                          NULL, (char *) p,
-                                                          len);
+        (void) rrl_call_release(call->parts, i, (char *) p, len);
+        (void) ngx_http_redis_ratelimit_command_formatted(node, NULL, NULL,
+                                                          (char *) p, len);
     }
 }
 
@@ -1156,8 +1051,6 @@ ngx_http_redis_ratelimit_release(ngx_http_redis_ratelimit_call_t *call)
 void
 ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
 {
-    ngx_uint_t                        i;
-    ngx_http_redis_ratelimit_part_t  *part;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
     if (call->finish.posted) {
@@ -1167,10 +1060,11 @@ ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
     call->ctx->call = NULL;
     call->request = NULL;
     call->ctx = NULL;
+    rrl_call_detach(call->parts);
 
     link->parked--;
 
-    if (call->in_redis == 0) {
+    if (rrl_call_in_batches(call->parts) == 0) {
         ngx_http_redis_ratelimit_call_free(call);
         return;
     }
@@ -1181,20 +1075,14 @@ ngx_http_redis_ratelimit_call_detach(ngx_http_redis_ratelimit_call_t *call)
      * connection still ends the probe, as a failure. Nothing else waits.
      */
 
-    for (i = 0; i < call->nparts; i++) {
-        part = &call->parts[i];
+    if (rrl_call_probe_out(call->parts) && call->timer.timer_set) {
+        /* the request's log is gone with it */
+        call->timer.log = link->log;
 
-        if (part->in_redis && part->probe && !part->counted
-            && call->timer.timer_set)
-        {
-            /* the request's log is gone with it */
-            call->timer.log = link->log;
+        /* and a graceful shutdown need not wait for the call */
+        call->timer.cancelable = 1;
 
-            /* and a graceful shutdown need not wait for the call */
-            call->timer.cancelable = 1;
-
-            return;
-        }
+        return;
     }
 
     if (call->timer.timer_set) {
@@ -1210,6 +1098,6 @@ ngx_http_redis_ratelimit_call_free(ngx_http_redis_ratelimit_call_t *call)
         ngx_del_timer(&call->timer);
     }
 
-    rrl_call_plan_free(call->plan);
+    rrl_call_free(call->parts);
     ngx_free(call);
 }
