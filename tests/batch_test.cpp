@@ -149,3 +149,57 @@ TEST(Batch, TheCApi) {
 }
 
 }  // namespace
+
+namespace {
+
+int node_a, node_b;
+
+TEST(Batch, RetriesEachOnce) {
+    rrl::Batch b(&node_a, 7);
+    EXPECT_EQ(b.node(), &node_a);
+    EXPECT_EQ(b.slot(), 7u);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::load_script);
+    EXPECT_EQ(b.retry(RRL_REPLY_MOVED), rrl::RetryAction::redirect);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::answer);
+    EXPECT_EQ(b.retry(RRL_REPLY_ASK), rrl::RetryAction::answer);
+    b.resent(&node_b);
+    EXPECT_EQ(b.node(), &node_b);
+}
+
+TEST(OpenBatches, OneANodeAndSlotInOrder) {
+    using Batches = std::unique_ptr<rrl_batches_t, void (*)(rrl_batches_t*)>;
+    Batches open(rrl_batches_new(), rrl_batches_free);
+    int created = -1;
+    rrl_batch_t* a1 = rrl_batches_get(open.get(), &node_a, 1, &created);
+    EXPECT_EQ(created, 1);
+    rrl_batch_t* b1 = rrl_batches_get(open.get(), &node_b, 1, &created);
+    rrl_batch_t* a2 = rrl_batches_get(open.get(), &node_a, 2, &created);
+    EXPECT_EQ(rrl_batches_get(open.get(), &node_a, 1, &created), a1);
+    EXPECT_EQ(created, 0);
+    EXPECT_EQ(rrl_batch_node(b1), &node_b);
+    EXPECT_EQ(rrl_batch_slot(a2), 2u);
+    rrl_batch_set_sent(a2, 1234);
+    EXPECT_EQ(rrl_batch_sent(a2), 1234);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_REDIRECT);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_ANSWER);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_NOSCRIPT), RRL_RETRY_LOAD_SCRIPT);
+
+    // a full one taken out at once; the others in the order opened
+    rrl_batches_take(open.get(), b1);
+    rrl_batches_take(open.get(), b1);  // not open: logged, nothing done
+    rrl_batch_free(b1);
+    rrl_batch_t* first = rrl_batches_pop(open.get());
+    EXPECT_EQ(first, a1);
+    rrl_batch_free(first);
+    // a batch popped is no more open: the next of its node and slot is new
+    EXPECT_NE(rrl_batches_get(open.get(), &node_a, 1, &created), nullptr);
+    EXPECT_EQ(created, 1);
+    rrl_batch_t* second = rrl_batches_pop(open.get());
+    EXPECT_EQ(second, a2);
+    rrl_batch_free(second);
+    rrl_batch_free(rrl_batches_pop(open.get()));
+    EXPECT_EQ(rrl_batches_pop(open.get()), nullptr);
+    rrl_batch_free(nullptr);
+}
+
+}  // namespace

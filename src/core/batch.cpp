@@ -47,7 +47,17 @@ bool Batch::count() {
 }
 
 void Batch::resent(void* node) {
+    node_ = node;
     for (const Entry& e : entries_) e.plan->resent(e.part, node);
+}
+
+RetryAction Batch::retry(int kind) {
+    RetryAction action = retry_action(kind, reloaded_, redirected_);
+
+    if (action == RetryAction::load_script) reloaded_ = true;
+    if (action == RetryAction::redirect) redirected_ = true;
+
+    return action;
 }
 
 const std::string& Batch::command(std::string_view sha) {

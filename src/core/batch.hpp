@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "call.hpp"
+#include "retry.hpp"
 
 namespace rrl {
 
@@ -19,6 +21,14 @@ class Batch {
    public:
     static constexpr std::size_t kMaxParts = 64;
     static constexpr std::size_t kMaxKeys = 256;
+
+    // For the parts of one node (the caller's, opaque) and slot.
+    Batch(void* node = nullptr, unsigned slot = 0) : node_(node), slot_(slot) {}
+
+    void* node() const { return node_; }
+    unsigned slot() const { return slot_; }
+    // When it was sent, for metrics (the caller's clock).
+    std::int64_t sent = 0;
 
     // Adds the part of call, tagged with data (the caller's), and enters
     // it; true: the batch is full, to be sent now. The call must live while
@@ -47,6 +57,9 @@ class Batch {
     // Sent again, to node: see Call::resent().
     void resent(void* node);
 
+    // What its reply of kind leads to (retry_action()): each retry once.
+    RetryAction retry(int kind);
+
    private:
     struct Entry {
         Call* plan;
@@ -56,6 +69,10 @@ class Batch {
         void* data;
     };
 
+    void* node_;
+    unsigned slot_;
+    bool reloaded_ = false;
+    bool redirected_ = false;
     std::vector<Entry> entries_;
     std::size_t keys_ = 0;
     std::size_t values_ = 0;

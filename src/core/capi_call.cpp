@@ -7,6 +7,7 @@
 #include "batch.hpp"
 #include "call.hpp"
 #include "capi.hpp"
+#include "open_batches.hpp"
 #include "retry.hpp"
 #include "rrl_call.h"
 
@@ -14,8 +15,8 @@ struct rrl_call_s {
     rrl::Call call;
 };
 
-struct rrl_batch_s {
-    rrl::Batch batch;
+struct rrl_batches_s {
+    rrl::OpenBatches open;
 };
 
 namespace {
@@ -24,6 +25,19 @@ namespace {
 template <typename R, typename F>
 R on_call(R on_error, F&& body) noexcept {
     return rrl::capi::guarded("call", on_error, body);
+}
+
+// rrl_batch_t is rrl::Batch: OpenBatches makes them
+rrl::Batch& B(rrl_batch_t* batch) {
+    return *reinterpret_cast<rrl::Batch*>(batch);
+}
+
+const rrl::Batch& B(const rrl_batch_t* batch) {
+    return *reinterpret_cast<const rrl::Batch*>(batch);
+}
+
+rrl_batch_t* handle(rrl::Batch* batch) {
+    return reinterpret_cast<rrl_batch_t*>(batch);
 }
 
 }  // namespace
@@ -146,71 +160,87 @@ size_t rrl_call_release(const rrl_call_t* call, size_t part, char* buf,
 
 rrl_batch_t* rrl_batch_new(void) noexcept {
     return on_call(static_cast<rrl_batch_t*>(nullptr),
-                   [] { return new rrl_batch_t; });
+                   [] { return handle(new rrl::Batch); });
 }
 
 void rrl_batch_free(rrl_batch_t* batch) noexcept {
-    delete batch;
+    if (batch) delete &B(batch);
 }
 
 int rrl_batch_add(rrl_batch_t* batch, rrl_call_t* call, size_t part,
                   void* data) noexcept {
     return on_call(RRL_ERROR, [&] {
-        return batch->batch.add(call->call, part, data) ? 1 : RRL_OK;
+        return B(batch).add(call->call, part, data) ? 1 : RRL_OK;
     });
 }
 
 void rrl_batch_remove(rrl_batch_t* batch, size_t i) noexcept {
     on_call(0, [&] {
-        batch->batch.remove(i);
+        B(batch).remove(i);
         return 0;
     });
 }
 
 size_t rrl_batch_size(const rrl_batch_t* batch) noexcept {
-    return batch->batch.size();
+    return B(batch).size();
 }
 
 void* rrl_batch_data(const rrl_batch_t* batch, size_t i) noexcept {
     return on_call(static_cast<void*>(nullptr),
-                   [&] { return batch->batch.data(i); });
+                   [&] { return B(batch).data(i); });
 }
 
 size_t rrl_batch_part(const rrl_batch_t* batch, size_t i) noexcept {
-    return on_call(size_t{0}, [&] { return batch->batch.part(i); });
+    return on_call(size_t{0}, [&] { return B(batch).part(i); });
 }
 
 size_t rrl_batch_values(const rrl_batch_t* batch) noexcept {
-    return batch->batch.values();
+    return B(batch).values();
 }
 
 size_t rrl_batch_share(const rrl_batch_t* batch, size_t i) noexcept {
-    return on_call(size_t{0}, [&] { return batch->batch.share(i); });
+    return on_call(size_t{0}, [&] { return B(batch).share(i); });
 }
 
 const char* rrl_batch_command(rrl_batch_t* batch, const char* sha,
                               size_t sha_len, size_t* len) noexcept {
     return on_call(static_cast<const char*>(nullptr), [&] {
         const std::string& command =
-            batch->batch.command(std::string_view(sha ? sha : "", sha_len));
+            B(batch).command(std::string_view(sha ? sha : "", sha_len));
         *len = command.size();
         return command.data();
     });
 }
 
 int rrl_batch_count(rrl_batch_t* batch) noexcept {
-    return on_call(0, [&] { return batch->batch.count() ? 1 : 0; });
+    return on_call(0, [&] { return B(batch).count() ? 1 : 0; });
 }
 
 void rrl_batch_resent(rrl_batch_t* batch, void* node) noexcept {
     on_call(0, [&] {
-        batch->batch.resent(node);
+        B(batch).resent(node);
         return 0;
     });
 }
 
-int rrl_retry_action(int kind, int reloaded, int redirected) noexcept {
-    switch (rrl::retry_action(kind, reloaded != 0, redirected != 0)) {
+void* rrl_batch_node(const rrl_batch_t* batch) noexcept {
+    return B(batch).node();
+}
+
+unsigned rrl_batch_slot(const rrl_batch_t* batch) noexcept {
+    return B(batch).slot();
+}
+
+int64_t rrl_batch_sent(const rrl_batch_t* batch) noexcept {
+    return B(batch).sent;
+}
+
+void rrl_batch_set_sent(rrl_batch_t* batch, int64_t sent) noexcept {
+    B(batch).sent = sent;
+}
+
+static int retry_code(rrl::RetryAction action) noexcept {
+    switch (action) {
         case rrl::RetryAction::load_script:
             return RRL_RETRY_LOAD_SCRIPT;
         case rrl::RetryAction::redirect:
@@ -218,6 +248,41 @@ int rrl_retry_action(int kind, int reloaded, int redirected) noexcept {
         default:
             return RRL_RETRY_ANSWER;
     }
+}
+
+int rrl_batch_retry(rrl_batch_t* batch, int kind) noexcept {
+    return retry_code(B(batch).retry(kind));
+}
+
+rrl_batches_t* rrl_batches_new(void) noexcept {
+    return on_call(static_cast<rrl_batches_t*>(nullptr),
+                   [] { return new rrl_batches_t; });
+}
+
+void rrl_batches_free(rrl_batches_t* batches) noexcept { delete batches; }
+
+rrl_batch_t* rrl_batches_get(rrl_batches_t* batches, void* node,
+                             unsigned slot, int* created) noexcept {
+    return on_call(static_cast<rrl_batch_t*>(nullptr), [&] {
+        auto [batch, made] = batches->open.get(node, slot);
+        *created = made ? 1 : 0;
+        return handle(batch);
+    });
+}
+
+rrl_batch_t* rrl_batches_pop(rrl_batches_t* batches) noexcept {
+    return handle(batches->open.pop());
+}
+
+void rrl_batches_take(rrl_batches_t* batches, rrl_batch_t* batch) noexcept {
+    on_call(0, [&] {
+        batches->open.take(&B(batch));
+        return 0;
+    });
+}
+
+int rrl_retry_action(int kind, int reloaded, int redirected) noexcept {
+    return retry_code(rrl::retry_action(kind, reloaded != 0, redirected != 0));
 }
 
 int rrl_retry_counts_ok(int replied, int array, int kind) noexcept {

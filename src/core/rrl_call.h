@@ -16,6 +16,7 @@ extern "C" {
 
 typedef struct rrl_call_s   rrl_call_t;
 typedef struct rrl_batch_s  rrl_batch_t;
+typedef struct rrl_batches_s  rrl_batches_t;
 
 /*
  * argv as the handler builds it, zones[j] naming limit j's zone (n of
@@ -94,6 +95,26 @@ const char *rrl_batch_command(rrl_batch_t *batch, const char *sha,
 int rrl_batch_count(rrl_batch_t *batch) RRL_NOEXCEPT;
 /* sent again to node */
 void rrl_batch_resent(rrl_batch_t *batch, void *node) RRL_NOEXCEPT;
+/* its node (the caller's, opaque) and slot; when it was sent */
+void *rrl_batch_node(const rrl_batch_t *batch) RRL_NOEXCEPT;
+unsigned rrl_batch_slot(const rrl_batch_t *batch) RRL_NOEXCEPT;
+int64_t rrl_batch_sent(const rrl_batch_t *batch) RRL_NOEXCEPT;
+void rrl_batch_set_sent(rrl_batch_t *batch, int64_t sent) RRL_NOEXCEPT;
+/* what its reply of kind leads to: RRL_RETRY_*, each retry once */
+int rrl_batch_retry(rrl_batch_t *batch, int kind) RRL_NOEXCEPT;
+
+/*
+ * The batches open in a turn, in order: the one of node and slot (*created:
+ * a new one; NULL: no memory); the first, or a full one, taken out to be
+ * sent (then freed by rrl_batch_free()).
+ */
+rrl_batches_t *rrl_batches_new(void) RRL_NOEXCEPT;
+void rrl_batches_free(rrl_batches_t *batches) RRL_NOEXCEPT;
+rrl_batch_t *rrl_batches_get(rrl_batches_t *batches, void *node,
+    unsigned slot, int *created) RRL_NOEXCEPT;
+rrl_batch_t *rrl_batches_pop(rrl_batches_t *batches) RRL_NOEXCEPT;
+void rrl_batches_take(rrl_batches_t *batches, rrl_batch_t *batch)
+    RRL_NOEXCEPT;
 
 
 /* a batch's reply of kind RRL_REPLY_* (RRL_REPLY_ERROR: not an error) */

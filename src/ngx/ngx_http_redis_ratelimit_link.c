@@ -23,21 +23,13 @@
 #define ngx_http_redis_ratelimit_part_node(call, i)                           \
     ((ngx_http_redis_ratelimit_node_t *) rrl_call_node((call)->parts, i))
 
-
 /*
- * Open (in link->batches) until the turn ends, then sent; the core keeps
- * its command, sent again after NOSCRIPT, MOVED or ASK, when the requests'
- * pools may be gone. Its entries' data: their calls.
+ * A batch (rrl_batch_t) is open until the turn ends, then sent; the core
+ * keeps its command, sent again after NOSCRIPT, MOVED or ASK, when the
+ * requests' pools may be gone. Its entries' data: their calls.
  */
-typedef struct {
-    ngx_queue_t                  queue;
-    ngx_http_redis_ratelimit_node_t   *node;
-    ngx_uint_t                   slot;
-    rrl_batch_t                 *entries;
-    unsigned                     retried:1;   /* after NOSCRIPT */
-    unsigned                     redirected:1; /* after MOVED or ASK */
-    int64_t                      sent;        /* for metrics, us */
-} ngx_http_redis_ratelimit_batch_t;
+#define ngx_http_redis_ratelimit_batch_node(batch)                            \
+    ((ngx_http_redis_ratelimit_node_t *) rrl_batch_node(batch))
 
 
 struct ngx_http_redis_ratelimit_call_s {
@@ -57,24 +49,22 @@ static ngx_int_t ngx_http_redis_ratelimit_enqueue(
     ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_batch_send(
-    ngx_http_redis_ratelimit_batch_t *batch);
+    rrl_batch_t *batch);
 static ngx_int_t ngx_http_redis_ratelimit_part_out(
     ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
 static ngx_int_t ngx_http_redis_ratelimit_batch_resend(
-    ngx_http_redis_ratelimit_batch_t *batch,
+    rrl_batch_t *batch,
     ngx_http_redis_ratelimit_node_t *node);
 static ngx_int_t ngx_http_redis_ratelimit_redirect(
-    ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr, ngx_uint_t kind);
+    rrl_batch_t *batch, redisReply *rr, ngx_uint_t kind);
 static void ngx_http_redis_ratelimit_batch_answer(
-    ngx_http_redis_ratelimit_batch_t *batch, redisReply *rr);
+    rrl_batch_t *batch, redisReply *rr);
 static void ngx_http_redis_ratelimit_batch_fail(
-    ngx_http_redis_ratelimit_batch_t *batch, const char *fmt, ...);
+    rrl_batch_t *batch, const char *fmt, ...);
 static void ngx_http_redis_ratelimit_batch_unsent(
-    ngx_http_redis_ratelimit_batch_t *batch, ngx_uint_t failed);
-static void ngx_http_redis_ratelimit_batch_free(
-    ngx_http_redis_ratelimit_batch_t *batch);
+    rrl_batch_t *batch, ngx_uint_t failed);
 static void ngx_http_redis_ratelimit_part_unsent(
     ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_part_done(
@@ -93,6 +83,9 @@ static void ngx_http_redis_ratelimit_call_free(
 
 ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
 
+/* the batches open in this turn */
+static rrl_batches_t  *ngx_http_redis_ratelimit_open;
+
 
 ngx_int_t
 ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
@@ -107,7 +100,11 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     link->log = cycle->log;
     link->edge = (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? 1 : 0;
     ngx_queue_init(&link->nodes);
-    ngx_queue_init(&link->batches);
+
+    ngx_http_redis_ratelimit_open = rrl_batches_new();
+    if (ngx_http_redis_ratelimit_open == NULL) {
+        return NGX_ERROR;
+    }
 
     link->flush.handler = ngx_http_redis_ratelimit_flush_handler;
     link->flush.log = cycle->log;
@@ -350,55 +347,32 @@ static ngx_int_t
 ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_call_t *call,
     ngx_uint_t i)
 {
-    int                                rc;
-    ngx_uint_t                         slot;
-    ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_node_t   *node;
-    ngx_http_redis_ratelimit_batch_t  *batch;
-    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+    int                               rc, created;
+    rrl_batch_t                      *batch;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
     node = ngx_http_redis_ratelimit_part_node(call, i);
-    slot = rrl_call_slot(call->parts, i);
 
-    for (q = ngx_queue_head(&link->batches);
-         q != ngx_queue_sentinel(&link->batches);
-         q = ngx_queue_next(q))
-    {
-        batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
-
-        if (batch->node == node && batch->slot == slot) {
-            goto add;
-        }
-    }
-
-    batch = ngx_calloc(sizeof(ngx_http_redis_ratelimit_batch_t), link->log);
+    batch = rrl_batches_get(ngx_http_redis_ratelimit_open, node,
+                            rrl_call_slot(call->parts, i), &created);
     if (batch == NULL) {
         return NGX_ERROR;
     }
 
-    batch->entries = rrl_batch_new();
-    if (batch->entries == NULL) {
-        ngx_free(batch);
-        return NGX_ERROR;
+    if (created) {
+        node->batches++;
+
+        if (!link->flush.posted) {
+            ngx_post_event(&link->flush, &ngx_posted_events);
+        }
     }
 
-    batch->node = node;
-    batch->slot = slot;
-    node->batches++;
-
-    ngx_queue_insert_tail(&link->batches, &batch->queue);
-
-    if (!link->flush.posted) {
-        ngx_post_event(&link->flush, &ngx_posted_events);
-    }
-
-add:
-
-    rc = rrl_batch_add(batch->entries, call->parts, i, call);
+    rc = rrl_batch_add(batch, call->parts, i, call);
 
     if (rc == 1) {
         /* full */
-        ngx_queue_remove(&batch->queue);
+        rrl_batches_take(ngx_http_redis_ratelimit_open, batch);
         ngx_http_redis_ratelimit_batch_send(batch);
     }
 
@@ -409,17 +383,13 @@ add:
 static void
 ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 {
-    ngx_event_t                       *wev;
-    ngx_queue_t                       *q;
-    ngx_http_redis_ratelimit_node_t   *node;
-    ngx_http_redis_ratelimit_batch_t  *batch;
-    ngx_http_redis_ratelimit_link_t   *link = &ngx_http_redis_ratelimit_link;
+    rrl_batch_t                      *batch;
+    ngx_event_t                      *wev;
+    ngx_queue_t                      *q;
+    ngx_http_redis_ratelimit_node_t  *node;
+    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
-    while (!ngx_queue_empty(&link->batches)) {
-        q = ngx_queue_head(&link->batches);
-        ngx_queue_remove(q);
-
-        batch = ngx_queue_data(q, ngx_http_redis_ratelimit_batch_t, queue);
+    while ((batch = rrl_batches_pop(ngx_http_redis_ratelimit_open)) != NULL) {
         ngx_http_redis_ratelimit_batch_send(batch);
     }
 
@@ -445,7 +415,7 @@ ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
 
 
 static void
-ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
+ngx_http_redis_ratelimit_batch_send(rrl_batch_t *batch)
 {
     size_t                            i, part, len;
     ngx_str_t                        *sha;
@@ -453,16 +423,16 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
     ngx_http_redis_ratelimit_call_t  *call;
     ngx_http_redis_ratelimit_node_t  *node;
 
-    node = batch->node;
+    node = ngx_http_redis_ratelimit_batch_node(batch);
 
     /* out of the open batches: the node may only be waited on now */
     node->batches--;
 
     /* a request gone (or timed out) in the meantime is not sent */
 
-    for (i = 0; i < rrl_batch_size(batch->entries); /* void */ ) {
-        call = rrl_batch_data(batch->entries, i);
-        part = rrl_batch_part(batch->entries, i);
+    for (i = 0; i < rrl_batch_size(batch); /* void */ ) {
+        call = rrl_batch_data(batch, i);
+        part = rrl_batch_part(batch, i);
 
         if (rrl_call_awaited(call->parts, part)) {
             i++;
@@ -470,12 +440,12 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
         }
 
         ngx_http_redis_ratelimit_part_unsent(call, part);
-        rrl_batch_remove(batch->entries, i);
+        rrl_batch_remove(batch, i);
         (void) ngx_http_redis_ratelimit_part_out(call, part);
     }
 
-    if (rrl_batch_size(batch->entries) == 0) {
-        ngx_http_redis_ratelimit_batch_free(batch);
+    if (rrl_batch_size(batch) == 0) {
+        rrl_batch_free(batch);
         return;
     }
 
@@ -487,12 +457,12 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
 
     sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
 
-    command = rrl_batch_command(batch->entries, (char *) sha->data, sha->len,
+    command = rrl_batch_command(batch, (char *) sha->data, sha->len,
                                 &len);
     if (command == NULL) {
         ngx_http_redis_ratelimit_batch_unsent(batch, 0);
         ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
-        ngx_http_redis_ratelimit_batch_free(batch);
+        rrl_batch_free(batch);
         return;
     }
 
@@ -501,7 +471,7 @@ ngx_http_redis_ratelimit_batch_send(ngx_http_redis_ratelimit_batch_t *batch)
                                       batch, command, len)
         == NGX_OK)
     {
-        batch->sent = ngx_http_redis_ratelimit_clock();
+        rrl_batch_set_sent(batch, ngx_http_redis_ratelimit_clock());
         node->in_flight++;
         return;
     }
@@ -514,7 +484,7 @@ failed:
     ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
     ngx_http_redis_ratelimit_batch_unsent(batch, 1);
     ngx_http_redis_ratelimit_batch_fail(batch, "%s%s", what, error);
-    ngx_http_redis_ratelimit_batch_free(batch);
+    rrl_batch_free(batch);
 }
 
 
@@ -552,17 +522,17 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
     const char                        *script;
     redisReply                        *rr = reply;
     ngx_http_redis_ratelimit_node_t   *node;
-    ngx_http_redis_ratelimit_batch_t  *batch = privdata;
+    rrl_batch_t                       *batch = privdata;
 
-    node = batch->node;
+    node = ngx_http_redis_ratelimit_batch_node(batch);
 
-    ngx_http_redis_ratelimit_metrics_reply(batch->sent, rr);
+    ngx_http_redis_ratelimit_metrics_reply(rrl_batch_sent(batch), rr);
 
     kind = (rr != NULL && rr->type == REDIS_REPLY_ERROR)
            ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
            : RRL_REPLY_ERROR;
 
-    if (rrl_batch_count(batch->entries)) {
+    if (rrl_batch_count(batch)) {
         ngx_http_redis_ratelimit_circuit_outcome(node,
                                rrl_retry_counts_ok(rr != NULL,
                                         rr && rr->type == REDIS_REPLY_ARRAY,
@@ -571,12 +541,10 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
 
     node->in_flight--;
 
-    switch (rrl_retry_action(kind, batch->retried, batch->redirected)) {
+    switch (rrl_batch_retry(batch, kind)) {
 
     case RRL_RETRY_LOAD_SCRIPT:
         /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
-        batch->retried = 1;
-
         script = rrl_script(&len);
 
         if (ngx_http_redis_ratelimit_command(node, NULL, NULL,
@@ -590,8 +558,6 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
         break;
 
     case RRL_RETRY_REDIRECT:
-        batch->redirected = 1;
-
         if (ngx_http_redis_ratelimit_redirect(batch, rr, kind) == NGX_OK) {
             ngx_http_redis_ratelimit_node_idle(node);
             return;
@@ -601,21 +567,21 @@ ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
     }
 
     ngx_http_redis_ratelimit_batch_answer(batch, rr);
-    ngx_http_redis_ratelimit_batch_free(batch);
+    rrl_batch_free(batch);
 
     ngx_http_redis_ratelimit_node_idle(node);
 }
 
 
 static ngx_int_t
-ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
+ngx_http_redis_ratelimit_batch_resend(rrl_batch_t *batch,
     ngx_http_redis_ratelimit_node_t *node)
 {
     size_t       len;
     const char  *command;
 
     /* built once: the core gives it back as it was sent */
-    command = rrl_batch_command(batch->entries, NULL, 0, &len);
+    command = rrl_batch_command(batch, NULL, 0, &len);
 
     if (command == NULL
         || ngx_http_redis_ratelimit_command_formatted(node,
@@ -626,12 +592,11 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
         return NGX_ERROR;
     }
 
-    batch->node = node;
-    batch->sent = ngx_http_redis_ratelimit_clock();
+    rrl_batch_set_sent(batch, ngx_http_redis_ratelimit_clock());
     node->in_flight++;
 
     /* counted anew; a probe was the first node's: its reply ended it */
-    rrl_batch_resent(batch->entries, node);
+    rrl_batch_resent(batch, node);
 
     return NGX_OK;
 }
@@ -644,7 +609,7 @@ ngx_http_redis_ratelimit_batch_resend(ngx_http_redis_ratelimit_batch_t *batch,
  */
 
 static ngx_int_t
-ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
+ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch,
     redisReply *rr, ngx_uint_t kind)
 {
     unsigned                          slot, port;
@@ -654,7 +619,7 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
 
     if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
         || rrl_reply_redirect(rr->str, rr->len, &slot, host, &port) != RRL_OK
-        || slot != batch->slot)
+        || slot != rrl_batch_slot(batch))
     {
         return NGX_ERROR;
     }
@@ -668,7 +633,8 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
                                      "redis_ratelimit: %s from %V names "
                                      "\"%s\", not a numeric address",
                                      kind == RRL_REPLY_MOVED ? "MOVED" : "ASK",
-                                     &batch->node->name, host);
+                                     &ngx_http_redis_ratelimit_batch_node(
+                                         batch)->name, host);
         return NGX_ERROR;
     }
 
@@ -708,7 +674,7 @@ ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_batch_t *batch,
 /* each part waiting gets its request's share of the reply */
 
 static void
-ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
+ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch,
     redisReply *rr)
 {
     size_t                            i, j, k, n, part, len;
@@ -747,7 +713,7 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
     }
 
     if (rr->type != REDIS_REPLY_ARRAY
-        || rr->elements != rrl_batch_values(batch->entries))
+        || rr->elements != rrl_batch_values(batch))
     {
         ngx_http_redis_ratelimit_batch_fail(batch, "unexpected reply type %d",
                                             rr->type);
@@ -763,10 +729,10 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
         }
     }
 
-    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
-        call = rrl_batch_data(batch->entries, i);
-        part = rrl_batch_part(batch->entries, i);
-        k = rrl_batch_share(batch->entries, i);
+    for (i = 0; i < rrl_batch_size(batch); i++) {
+        call = rrl_batch_data(batch, i);
+        part = rrl_batch_part(batch, i);
+        k = rrl_batch_share(batch, i);
 
         if (ngx_http_redis_ratelimit_part_out(call, part) != NGX_OK) {
             continue;
@@ -785,7 +751,7 @@ ngx_http_redis_ratelimit_batch_answer(ngx_http_redis_ratelimit_batch_t *batch,
 
 
 static void
-ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
+ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch,
     const char *fmt, ...)
 {
     u_char                           *p;
@@ -798,9 +764,9 @@ ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
     p = ngx_vslprintf(error, error + sizeof(error), fmt, args);
     va_end(args);
 
-    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
-        call = rrl_batch_data(batch->entries, i);
-        part = rrl_batch_part(batch->entries, i);
+    for (i = 0; i < rrl_batch_size(batch); i++) {
+        call = rrl_batch_data(batch, i);
+        part = rrl_batch_part(batch, i);
 
         if (ngx_http_redis_ratelimit_part_out(call, part) == NGX_OK) {
             ngx_http_redis_ratelimit_part_failed(call, part, "%*s",
@@ -816,32 +782,26 @@ ngx_http_redis_ratelimit_batch_fail(ngx_http_redis_ratelimit_batch_t *batch,
  */
 
 static void
-ngx_http_redis_ratelimit_batch_unsent(ngx_http_redis_ratelimit_batch_t *batch,
+ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch,
     ngx_uint_t failed)
 {
     size_t  i;
 
     if (failed) {
-        if (rrl_batch_count(batch->entries)) {
-            ngx_http_redis_ratelimit_circuit_outcome(batch->node, 0);
+        if (rrl_batch_count(batch)) {
+            ngx_http_redis_ratelimit_circuit_outcome(
+                                  ngx_http_redis_ratelimit_batch_node(batch),
+                                  0);
         }
 
         return;
     }
 
-    for (i = 0; i < rrl_batch_size(batch->entries); i++) {
+    for (i = 0; i < rrl_batch_size(batch); i++) {
         ngx_http_redis_ratelimit_part_unsent(
-                                      rrl_batch_data(batch->entries, i),
-                                      rrl_batch_part(batch->entries, i));
+                                      rrl_batch_data(batch, i),
+                                      rrl_batch_part(batch, i));
     }
-}
-
-
-static void
-ngx_http_redis_ratelimit_batch_free(ngx_http_redis_ratelimit_batch_t *batch)
-{
-    rrl_batch_free(batch->entries);
-    ngx_free(batch);
 }
 
 

@@ -65,8 +65,7 @@ typedef struct {
     ngx_queue_t                  nodes;
     ngx_uint_t                   nnodes;
     ngx_uint_t                   parked;      /* calls with a request */
-    ngx_queue_t                  batches;     /* open: not sent yet */
-    ngx_event_t                  flush;       /* sends them; posted */
+    ngx_event_t                  flush;       /* sends open batches */
     unsigned                     edge:1;      /* edge-triggered events */
     unsigned                     exiting:1;
 
