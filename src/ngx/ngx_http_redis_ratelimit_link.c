@@ -48,23 +48,21 @@ static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
 static ngx_int_t ngx_http_redis_ratelimit_enqueue(
     ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_batch_send(
-    rrl_batch_t *batch);
-static ngx_int_t ngx_http_redis_ratelimit_part_out(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
+static void ngx_http_redis_ratelimit_batch_send(rrl_batch_t *batch);
 static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
     void *reply, void *privdata);
-static ngx_int_t ngx_http_redis_ratelimit_batch_resend(
-    rrl_batch_t *batch,
+static ngx_int_t ngx_http_redis_ratelimit_batch_resend(rrl_batch_t *batch,
     ngx_http_redis_ratelimit_node_t *node);
-static ngx_int_t ngx_http_redis_ratelimit_redirect(
-    rrl_batch_t *batch, redisReply *rr, ngx_uint_t kind);
-static void ngx_http_redis_ratelimit_batch_answer(
-    rrl_batch_t *batch, redisReply *rr);
-static void ngx_http_redis_ratelimit_batch_fail(
-    rrl_batch_t *batch, const char *fmt, ...);
-static void ngx_http_redis_ratelimit_batch_unsent(
-    rrl_batch_t *batch, ngx_uint_t failed);
+static ngx_int_t ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch,
+    redisReply *rr, ngx_uint_t kind);
+static void ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch,
+    redisReply *rr);
+static void ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch,
+    const char *fmt, ...);
+static void ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch,
+    ngx_uint_t failed);
+static ngx_int_t ngx_http_redis_ratelimit_part_out(
+    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_part_unsent(
     ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
 static void ngx_http_redis_ratelimit_part_done(
@@ -609,8 +607,8 @@ ngx_http_redis_ratelimit_batch_resend(rrl_batch_t *batch,
  */
 
 static ngx_int_t
-ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch,
-    redisReply *rr, ngx_uint_t kind)
+ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch, redisReply *rr,
+    ngx_uint_t kind)
 {
     unsigned                          slot, port;
     ngx_http_redis_ratelimit_node_t  *node;
@@ -674,8 +672,7 @@ ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch,
 /* each part waiting gets its request's share of the reply */
 
 static void
-ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch,
-    redisReply *rr)
+ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch, redisReply *rr)
 {
     size_t                            i, j, k, n, part, len;
     int64_t                          *values;
@@ -751,8 +748,8 @@ ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch,
 
 
 static void
-ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch,
-    const char *fmt, ...)
+ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch, const char *fmt,
+    ...)
 {
     u_char                           *p;
     size_t                            i, part;
@@ -782,8 +779,7 @@ ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch,
  */
 
 static void
-ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch,
-    ngx_uint_t failed)
+ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch, ngx_uint_t failed)
 {
     size_t  i;
 
