@@ -21,8 +21,7 @@ typedef struct {
     ngx_log_t                   *log;
     ngx_queue_t                  nodes;       /* every node; node.c fills it */
     ngx_uint_t                   parked;      /* calls with a request */
-    ngx_queue_t                  batches;     /* open: not sent yet */
-    ngx_event_t                  flush;       /* sends them; posted */
+    ngx_event_t                  flush;       /* sends open batches */
     unsigned                     exiting:1;
 
     /* one server (Sentinel's and Cluster's are theirs) */

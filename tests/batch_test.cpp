@@ -1,0 +1,205 @@
+// A batch (rrl_batch_*): its bounds, the EVALSHA of the batch form byte for
+// byte as the shim sent it, each request's share of the reply, and the
+// parts left out before it is sent.
+#include "batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "resp.hpp"
+#include "rrl_call.h"
+
+namespace {
+
+int zone_a, zone_b;
+
+// n limits with keys prefix0.., zone a then b in turn, costs 1..
+std::unique_ptr<rrl::Call> plan(const std::string& prefix, std::size_t n,
+                                bool cluster = false) {
+    std::vector<std::string> keep;
+    std::vector<const void*> zones;
+    std::vector<std::string_view> argv;
+    keep.reserve(n);
+    for (std::size_t j = 0; j < n; j++)
+        keep.push_back(prefix + std::to_string(j));
+    argv = {"EVALSHA", "sha", "n"};
+    for (const std::string& k : keep) argv.push_back(k);
+    argv.push_back("");
+    static const std::string costs[] = {"1", "2", "3", "4", "5"};
+    for (std::size_t j = 0; j < n; j++) {
+        if (j % 2) {
+            argv.insert(argv.end(), {"1", "5", "60000", "0"});
+        } else {
+            argv.insert(argv.end(), {"2", "10", "1000", "3"});
+        }
+        argv.push_back(costs[j % 5]);
+        zones.push_back(j % 2 ? &zone_b : &zone_a);
+    }
+    return std::make_unique<rrl::Call>(argv, zones, cluster);
+}
+
+TEST(Resp, Command) {
+    EXPECT_EQ(rrl::resp_command({"GET", "", "k"}),
+              "*3\r\n$3\r\nGET\r\n$0\r\n\r\n$1\r\nk\r\n");
+    std::string out;
+    rrl::resp_bulk(out, std::size_t{1234});
+    EXPECT_EQ(out, "$4\r\n1234\r\n");
+}
+
+TEST(Batch, TheCommandOfTheBatchForm) {
+    auto a = plan("a", 2), b = plan("b", 1);
+    rrl::Batch batch;
+    int da, db;
+    EXPECT_FALSE(batch.add(*a, 0, &da));
+    EXPECT_FALSE(batch.add(*b, 0, &db));
+    EXPECT_EQ(batch.size(), 2u);
+    EXPECT_EQ(batch.keys(), 3u);
+    EXPECT_EQ(batch.values(), 2u + 8 + 2 + 4);
+    EXPECT_EQ(batch.share(1), 10u);
+    EXPECT_EQ(batch.data(1), &db);
+
+    // zone a goes once though b's request has it too
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\na0\r\n$2\r\na1\r\n$2\r\nb0\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
+        "$1\r\n1\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n2\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+    // kept: the same bytes to send again
+    EXPECT_EQ(batch.command("other"), want);
+    EXPECT_THROW(batch.add(*a, 0, nullptr), std::logic_error);
+    EXPECT_THROW(batch.remove(0), std::logic_error);
+}
+
+TEST(Batch, FullAt64Requests) {
+    auto a = plan("k", 1);
+    rrl::Batch batch;
+    for (int i = 0; i < 63; i++) EXPECT_FALSE(batch.add(*a, 0, nullptr));
+    EXPECT_TRUE(batch.add(*a, 0, nullptr));
+}
+
+TEST(Batch, FullAt256Keys) {
+    auto a = plan("k", 5);
+    rrl::Batch batch;
+    for (int i = 0; i < 51; i++) EXPECT_FALSE(batch.add(*a, 0, nullptr));
+    EXPECT_TRUE(batch.add(*a, 0, nullptr));  // 260 keys
+    EXPECT_EQ(batch.keys(), 260u);
+}
+
+TEST(Batch, APartLeftOut) {
+    auto a = plan("a", 2), b = plan("b", 1), c = plan("c", 1);
+    rrl::Batch batch, alone;
+    batch.add(*a, 0, nullptr);
+    batch.add(*b, 0, nullptr);
+    batch.add(*c, 0, nullptr);
+    batch.remove(1);
+    EXPECT_EQ(batch.keys(), 3u);
+    EXPECT_EQ(batch.values(), 16u);
+    EXPECT_EQ(batch.share(1), 10u);
+    EXPECT_THROW(batch.remove(2), std::out_of_range);
+    alone.add(*a, 0, nullptr);
+    alone.add(*c, 0, nullptr);
+    EXPECT_EQ(batch.command("s"), alone.command("s"));
+}
+
+TEST(Batch, OfASlotsParts) {
+    // parts of a cluster call, each in its own batch
+    auto p = plan("{x}", 3, true);
+    ASSERT_EQ(p->parts(), 1u);
+    rrl::Batch batch;
+    batch.add(*p, 0, nullptr);
+    EXPECT_EQ(batch.keys(), 3u);
+}
+
+TEST(Batch, TheCApi) {
+    const char* argv[] = {"EVALSHA", "sha", "1",    "k", "",
+                          "2",       "10",  "1000", "3", "1"};
+    size_t argvlen[10];
+    for (int i = 0; i < 10; i++) argvlen[i] = std::strlen(argv[i]);
+    const void* zones[] = {&zone_a};
+    rrl_call_t* p = rrl_call_new(10, argv, argvlen, zones, 1, 0);
+    rrl_batch_t* b = rrl_batch_new();
+    int data;
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(rrl_batch_add(b, p, 0, &data), RRL_OK);
+    EXPECT_EQ(rrl_batch_add(b, p, 3, &data), RRL_ERROR);  // no such part
+    EXPECT_EQ(rrl_batch_add(b, p, 0, nullptr), RRL_OK);
+    rrl_batch_remove(b, 1);
+    rrl_batch_remove(b, 5);  // logged, nothing done
+    EXPECT_EQ(rrl_batch_size(b), 1u);
+    EXPECT_EQ(rrl_batch_data(b, 0), &data);
+    EXPECT_EQ(rrl_batch_data(b, 1), nullptr);
+    EXPECT_EQ(rrl_batch_values(b), 6u);
+    EXPECT_EQ(rrl_batch_share(b, 0), 0u);
+    EXPECT_EQ(rrl_batch_share(b, 2), 0u);  // no such entry
+    size_t len = 0;
+    const char* cmd = rrl_batch_command(b, "sha", 3, &len);
+    ASSERT_NE(cmd, nullptr);
+    EXPECT_EQ(std::string(cmd, len).substr(0, 5), "*14\r\n");
+    EXPECT_EQ(rrl_batch_add(b, p, 0, nullptr), RRL_ERROR);  // built
+    rrl_batch_free(b);
+    rrl_call_free(p);
+}
+
+}  // namespace
+
+namespace {
+
+int node_a, node_b;
+
+TEST(Batch, RetriesEachOnce) {
+    rrl::Batch b(&node_a, 7);
+    EXPECT_EQ(b.node(), &node_a);
+    EXPECT_EQ(b.slot(), 7u);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::load_script);
+    EXPECT_EQ(b.retry(RRL_REPLY_MOVED), rrl::RetryAction::redirect);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::answer);
+    EXPECT_EQ(b.retry(RRL_REPLY_ASK), rrl::RetryAction::answer);
+    b.resent(&node_b);
+    EXPECT_EQ(b.node(), &node_b);
+}
+
+TEST(OpenBatches, OneANodeAndSlotInOrder) {
+    using Batches = std::unique_ptr<rrl_batches_t, void (*)(rrl_batches_t*)>;
+    Batches open(rrl_batches_new(), rrl_batches_free);
+    int created = -1;
+    rrl_batch_t* a1 = rrl_batches_get(open.get(), &node_a, 1, &created);
+    EXPECT_EQ(created, 1);
+    rrl_batch_t* b1 = rrl_batches_get(open.get(), &node_b, 1, &created);
+    rrl_batch_t* a2 = rrl_batches_get(open.get(), &node_a, 2, &created);
+    EXPECT_EQ(rrl_batches_get(open.get(), &node_a, 1, &created), a1);
+    EXPECT_EQ(created, 0);
+    EXPECT_EQ(rrl_batch_node(b1), &node_b);
+    EXPECT_EQ(rrl_batch_slot(a2), 2u);
+    rrl_batch_set_sent(a2, 1234);
+    EXPECT_EQ(rrl_batch_sent(a2), 1234);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_REDIRECT);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_ANSWER);
+    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_NOSCRIPT), RRL_RETRY_LOAD_SCRIPT);
+
+    // a full one taken out at once; the others in the order opened
+    rrl_batches_take(open.get(), b1);
+    rrl_batches_take(open.get(), b1);  // not open: logged, nothing done
+    rrl_batch_free(b1);
+    rrl_batch_t* first = rrl_batches_pop(open.get());
+    EXPECT_EQ(first, a1);
+    rrl_batch_free(first);
+    // a batch popped is no more open: the next of its node and slot is new
+    EXPECT_NE(rrl_batches_get(open.get(), &node_a, 1, &created), nullptr);
+    EXPECT_EQ(created, 1);
+    rrl_batch_t* second = rrl_batches_pop(open.get());
+    EXPECT_EQ(second, a2);
+    rrl_batch_free(second);
+    rrl_batch_free(rrl_batches_pop(open.get()));
+    EXPECT_EQ(rrl_batches_pop(open.get()), nullptr);
+    rrl_batch_free(nullptr);
+}
+
+}  // namespace

@@ -1,0 +1,182 @@
+// A request's script call as parts (rrl_call_plan_*): the split by Cluster
+// slot, the merge of the parts' replies in the request's limit order, and
+// the release form for the parts that passed when another did not.
+#include "call.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rrl_call.h"
+
+namespace {
+
+int zone_a, zone_b;
+
+// [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
+struct Argv {
+    std::vector<std::string> args;
+    std::vector<const void*> zones;
+
+    explicit Argv(const std::vector<std::string>& keys) {
+        args = {"EVALSHA", "0123abcd", std::to_string(keys.size())};
+        args.insert(args.end(), keys.begin(), keys.end());
+        args.push_back("");
+        for (std::size_t j = 0; j < keys.size(); j++) {
+            args.insert(args.end(),
+                        {"2", "10", "1000", "0", std::to_string(j + 1)});
+            zones.push_back(j % 2 ? &zone_b : &zone_a);
+        }
+    }
+
+    rrl_call_t* plan(int cluster) const {
+        std::vector<const char*> argv;
+        std::vector<size_t> argvlen;
+        for (const std::string& a : args) {
+            argv.push_back(a.data());
+            argvlen.push_back(a.size());
+        }
+        return rrl_call_new(static_cast<int>(argv.size()), argv.data(),
+                            argvlen.data(), zones.data(), zones.size(),
+                            cluster);
+    }
+};
+
+using Plan = std::unique_ptr<rrl_call_t, void (*)(rrl_call_t*)>;
+
+Plan make(const Argv& a, int cluster) {
+    return Plan(a.plan(cluster), rrl_call_free);
+}
+
+// a part's reply: passed, now, then (remaining reset retry cost) a limit
+void answer(rrl_call_t* p, size_t part, std::int64_t passed, std::int64_t now,
+            std::int64_t base) {
+    std::int64_t* v = rrl_call_reply(p, part);
+    ASSERT_NE(v, nullptr);
+    v[0] = passed;
+    v[1] = now;
+    for (size_t i = 2; i < rrl_call_values(p, part); i++) {
+        v[i] = base + static_cast<std::int64_t>(i);
+    }
+}
+
+std::string release(const rrl_call_t* p, size_t part) {
+    char buf[512];
+    size_t n = rrl_call_release(p, part, buf, sizeof(buf));
+    EXPECT_LE(n, sizeof(buf));
+    return std::string(buf, n);
+}
+
+// "{a}x" and "{a}y" share slot 15495, "{b}x" is in 3300
+const std::vector<std::string> kKeys{"{a}x", "{b}x", "{a}y"};
+
+TEST(Call, OnePartOutsideACluster) {
+    Plan p = make(Argv(kKeys), 0);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(rrl_call_parts(p.get()), 1u);
+    EXPECT_EQ(rrl_call_slot(p.get(), 0), 0u);
+    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 3);
+}
+
+TEST(Call, APartASlotInTheRequestsOrder) {
+    Plan p = make(Argv(kKeys), 1);
+    ASSERT_EQ(rrl_call_parts(p.get()), 2u);
+    EXPECT_EQ(rrl_call_slot(p.get(), 0), rrl_key_slot("{a}x", 4));
+    EXPECT_EQ(rrl_call_slot(p.get(), 1), rrl_key_slot("{b}x", 4));
+    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2);
+    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4);
+
+    rrl::Call plan({"EVALSHA", "s",  "3",  "{a}x", "{b}x", "{a}y", "t", "1",
+                    "2",       "3",  "4",  "5",    "6",    "7",    "8", "9",
+                    "10",      "11", "12", "13",   "14",   "15"},
+                   {&zone_a, &zone_b, &zone_a}, true);
+    EXPECT_EQ(plan.key(0, 1), "{a}y");
+    EXPECT_EQ(plan.zone(0, 1), &zone_a);
+    EXPECT_EQ(plan.zone_arg(0, 1, 0), "11");
+    EXPECT_EQ(plan.zone_arg(0, 1, 3), "14");
+    EXPECT_EQ(plan.cost(0, 1), "15");
+    EXPECT_EQ(plan.cost(1, 0), "10");
+    EXPECT_THROW(plan.zone_arg(0, 0, 4), std::out_of_range);
+    EXPECT_THROW(plan.key(2, 0), std::out_of_range);
+}
+
+TEST(Call, RefusesAnotherShape) {
+    Argv a(kKeys);
+    a.args.pop_back();
+    EXPECT_EQ(a.plan(1), nullptr);
+    EXPECT_EQ(Argv({}).plan(0), nullptr);
+}
+
+TEST(Call, OnePartsReplyIsTheRequests) {
+    Plan p = make(Argv({"k"}), 0);
+    std::int64_t out[6] = {};
+    EXPECT_EQ(rrl_call_merge(p.get(), out, 6), 0u);  // no reply yet
+    answer(p.get(), 0, 0, 77, 100);
+    EXPECT_EQ(rrl_call_merge(p.get(), out, 6), 6u);
+    EXPECT_EQ(out[0], 0);
+    EXPECT_EQ(out[1], 77);
+    EXPECT_EQ(out[5], 105);
+    // rejected alone: nothing was reserved
+    EXPECT_EQ(release(p.get(), 0), "");
+    EXPECT_EQ(rrl_call_merge(p.get(), out, 5), 0u);  // no room
+}
+
+TEST(Call, MergesInTheRequestsLimitOrder) {
+    Plan p = make(Argv(kKeys), 1);
+    answer(p.get(), 0, 1, 500, 100);  // {a}x, {a}y
+    answer(p.get(), 1, 1, 501, 200);  // {b}x
+    std::int64_t out[14];
+    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    EXPECT_EQ(out[0], 1);
+    EXPECT_EQ(out[1], 500);  // the first part's time
+    std::vector<std::int64_t> got(out + 2, out + 14);
+    std::vector<std::int64_t> want{102, 103, 104, 105, 202, 203,
+                                   204, 205, 106, 107, 108, 109};
+    EXPECT_EQ(got, want);
+    // passed as a whole: nothing to give back
+    EXPECT_EQ(release(p.get(), 0), "");
+    EXPECT_EQ(release(p.get(), 1), "");
+}
+
+TEST(Call, APartRejectedRejectsAndReleasesTheOthers) {
+    Plan p = make(Argv(kKeys), 1);
+    answer(p.get(), 0, 1, 500, 100);
+    answer(p.get(), 1, 0, 501, 200);
+    std::int64_t out[14];
+    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    EXPECT_EQ(out[0], 0);
+    EXPECT_EQ(release(p.get(), 1), "");
+    EXPECT_EQ(release(p.get(), 0),
+              "*18\r\n$7\r\nEVALSHA\r\n$8\r\n0123abcd\r\n$1\r\n2\r\n"
+              "$4\r\n{a}x\r\n$4\r\n{a}y\r\n$7\r\nrelease\r\n$3\r\n500\r\n"
+              "$0\r\n\r\n"
+              "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n1\r\n"
+              "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n3\r\n");
+    // as snprintf: the length, nothing written without room
+    char small[4] = {'x'};
+    EXPECT_EQ(rrl_call_release(p.get(), 0, small, sizeof(small)), 165u);
+    EXPECT_EQ(small[0], 'x');
+}
+
+TEST(Call, APartFailedFailsAndReleasesTheOthers) {
+    Plan p = make(Argv(kKeys), 1);
+    answer(p.get(), 1, 1, -7, 200);
+    std::int64_t out[14];
+    EXPECT_EQ(rrl_call_merge(p.get(), out, 14), 0u);
+    EXPECT_EQ(release(p.get(), 0), "");  // no reply
+    EXPECT_NE(release(p.get(), 1).find("$7\r\nrelease\r\n$2\r\n-7\r\n"),
+              std::string::npos);
+}
+
+TEST(Call, NoSuchPart) {
+    Plan p = make(Argv({"k"}), 0);
+    EXPECT_EQ(rrl_call_reply(p.get(), 1), nullptr);
+    EXPECT_EQ(rrl_call_values(p.get(), 1), 0u);
+    EXPECT_EQ(rrl_call_slot(p.get(), 1), 0u);
+    EXPECT_EQ(rrl_call_release(p.get(), 1, nullptr, 0), 0u);
+}
+
+}  // namespace
