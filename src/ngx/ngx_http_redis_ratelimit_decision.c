@@ -2,7 +2,7 @@
 /*
  * The core's verdict applied to a request: its status and response, the
  * rejection's log line, the deny cache, the metrics, and the problem+json
- * body of a rejection.
+ * body of a rejection; and what the request shows, for the core to write.
  */
 
 
