@@ -132,3 +132,31 @@ TEST(CallArgs, CppSizeBoundsTheOutput) {
 }
 
 }  // namespace
+
+TEST(CallArgs, ReplyDecodedWithinCapacity) {
+    std::vector<rrl_call_limit_t> l = {
+        limit("A", RRL_FIXED_WINDOW, 5, 1000, 2, 1, "k"),
+        limit("B", RRL_TOKEN_BUCKET, 5, 1000, 8, 1, "k")};
+    std::vector<int64_t> v = {1, 1000, 1, 7, 10, 0, 1, 8, 10, 0};
+    rrl_limit_result_t r[2];
+    rrl_decision_t d;
+
+    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+              RRL_OK);
+    EXPECT_EQ(r[1].remaining, 8);
+
+    v[7] = 9;  // more than the bucket holds: not the script's reply
+    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+              RRL_ERROR);
+    v[7] = 8;
+    v[3] = 8;
+    EXPECT_EQ(rrl::over_capacity(nullptr, r, 0), 0u);
+    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+              RRL_ERROR);
+    // a malformed reply, an unknown algorithm
+    EXPECT_EQ(rrl_call_reply_decode(v.data(), 3, l.data(), 2, r, &d),
+              RRL_ERROR);
+    l[0].algorithm = 99;
+    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+              RRL_ERROR);
+}

@@ -67,4 +67,17 @@ std::vector<std::string_view> call_args(std::string_view sha1,
     return args;
 }
 
+std::size_t over_capacity(const CallLimit* limits,
+                          const rrl_limit_result_t* results, std::size_t n) {
+    for (std::size_t i = 0; i < n; i++) {
+        const CallLimit& l = limits[i];
+        // a negative one too: no reply of the script's
+        if (static_cast<std::uint64_t>(results[i].remaining) >
+            capacity(*l.algorithm, l.limit, l.burst)) {
+            return i;
+        }
+    }
+    return n;
+}
+
 }  // namespace rrl

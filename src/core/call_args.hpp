@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithm.hpp"
+#include "rrl.h"
 
 namespace rrl {
 
@@ -32,5 +33,10 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n);
 std::vector<std::string_view> call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);
+
+// The first limit whose result has more remaining than its zone can ever
+// hold (a reply not the script's), or n when there is none.
+std::size_t over_capacity(const CallLimit* limits,
+                          const rrl_limit_result_t* results, std::size_t n);
 
 }  // namespace rrl

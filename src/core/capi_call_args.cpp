@@ -3,6 +3,8 @@
 
 #include "call_args.hpp"
 #include "capi.hpp"
+#include "log.hpp"
+#include "reply.hpp"
 #include "rrl_call_args.h"
 
 using rrl::capi::guarded;
@@ -55,5 +57,27 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
             argvlen[i] = args[i].size();
         }
         return RRL_OK;
+    });
+}
+
+int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
+                          const rrl_call_limit_t* limits, size_t n,
+                          rrl_limit_result_t* results,
+                          rrl_decision_t* decision) noexcept {
+    return guarded("rrl_call_reply_decode", RRL_ERROR, [&] {
+        std::vector<rrl::CallLimit> l;
+        if (!to_limits(limits, n, l) ||
+            rrl_reply_decode(values, nvalues, n, results, decision) != RRL_OK) {
+            return RRL_ERROR;
+        }
+
+        size_t i = rrl::over_capacity(l.data(), results, n);
+        if (i == n) return RRL_OK;
+
+        rrl::log(rrl::LogLevel::error,
+                 "unexpected script reply: remaining " +
+                     std::to_string(results[i].remaining) + " of zone \"" +
+                     std::string(l[i].zone) + "\"");
+        return RRL_ERROR;
     });
 }

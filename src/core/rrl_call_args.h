@@ -51,6 +51,15 @@ int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
     const rrl_call_limit_t *limits, size_t n, const char **argv,
     size_t *argvlen) RRL_NOEXCEPT;
 
+/*
+ * Decodes the call's reply as rrl_reply_decode() does, and refuses (logged,
+ * RRL_ERROR) one where a limit has more remaining than its zone can ever
+ * hold: no reply of the script's.
+ */
+int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
+    const rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,
+    rrl_decision_t *decision) RRL_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,7 @@
 /*
  * The core's verdict applied to a request: its status and response, the
  * rejection's log line, the deny cache, the metrics, and the problem+json
- * body of a rejection.
+ * body of a rejection; and what the request shows, for the core to write.
  */
 
 
@@ -27,8 +27,6 @@ static ngx_int_t
 ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_uint_t                             i;
-    ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_result_t     *result;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
@@ -47,26 +45,13 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_FAILED;
     }
 
-    if (rrl_reply_decode(result->values, result->nvalues, ctx->nlimits,
-                         ctx->limit_results, &ctx->decision)
+    if (rrl_call_reply_decode(result->values, result->nvalues,
+                              ctx->call_limits, ctx->nlimits,
+                              ctx->limit_results, &ctx->decision)
         != RRL_OK)
     {
         /* the core has logged what was wrong with the reply */
         return RRL_OUTCOME_FAILED;
-    }
-
-    for (i = 0; i < ctx->nlimits; i++) {
-        zone = ctx->limits[i]->zone;
-
-        if ((uint64_t) ctx->limit_results[i].remaining > zone->capacity) {
-            /* more left than the zone can ever hold: not our script's */
-            ngx_http_redis_ratelimit_log_failure(r->connection->log,
-                                     "redis_ratelimit: unexpected script "
-                                     "reply: remaining %L of zone \"%V\"",
-                                     (int64_t) ctx->limit_results[i].remaining,
-                                     &zone->name);
-            return RRL_OUTCOME_FAILED;
-        }
     }
 
     return RRL_OUTCOME_REPLY;
@@ -139,7 +124,7 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
 {
     u_char                           *p;
     size_t                            len;
-    ngx_str_t                        *key;
+    rrl_call_limit_t                 *limit;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
     if (r->connection->log->log_level < ctx->conf->log_level) {
@@ -147,14 +132,14 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     }
 
     zone = ctx->limits[ctx->decision.reported]->zone;
-    key = &ctx->keys[ctx->decision.reported];
+    limit = &ctx->call_limits[ctx->decision.reported];
 
     /* twice: its length, then the message */
 
     for (p = NULL, len = 0; /* void */; /* void */) {
         len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
-                                    outcome, (char *) zone->name.data,
-                                    zone->name.len, key->data, key->len,
+                                    outcome, limit->zone, limit->zone_len,
+                                    limit->key, limit->key_len,
                                     (char *) zone->rate.data, zone->rate.len,
                                     ctx->decision.retry_after);
         if (p || len == 0) {
@@ -199,32 +184,28 @@ static ngx_int_t
 ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    size_t         len;
-    ngx_int_t      rc;
-    ngx_str_t      type;
-    ngx_buf_t     *b;
-    rrl_policy_t  *policies;
+    size_t        len;
+    ngx_int_t     rc;
+    ngx_str_t     type;
+    ngx_buf_t    *b;
+    rrl_shown_t   shown;
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    policies = ngx_http_redis_ratelimit_policies(r, ctx);
-    if (policies == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ngx_http_redis_ratelimit_shown(ctx, &shown);
 
-    len = rrl_problem_json(NULL, 0, (unsigned) ctx->rc, policies,
-                           ctx->limit_results, ctx->nlimits);
+    len = rrl_shown_problem(NULL, 0, (unsigned) ctx->rc, &shown);
 
     b = ngx_create_temp_buf(r->pool, len);
     if (len == 0 || b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last += rrl_problem_json((char *) b->pos, len, (unsigned) ctx->rc,
-                                policies, ctx->limit_results, ctx->nlimits);
+    b->last += rrl_shown_problem((char *) b->pos, len, (unsigned) ctx->rc,
+                                 &shown);
 
     ngx_str_set(&type, "application/problem+json");
 
@@ -232,39 +213,18 @@ ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
 }
 
 
-rrl_policy_t *
-ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
+void
+ngx_http_redis_ratelimit_shown(ngx_http_redis_ratelimit_ctx_t *ctx,
+    rrl_shown_t *shown)
 {
-    ngx_uint_t                        i, limit, burst;
-    rrl_policy_t                     *policies;
-    ngx_http_redis_ratelimit_zone_t  *zone;
-
-    policies = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_policy_t));
-    if (policies == NULL) {
-        return NULL;
-    }
-
-    for (i = 0; i < ctx->nlimits; i++) {
-        zone = ctx->limits[i]->zone;
-
-        if (ctx->show & RRL_SHOW_LOCAL_LIMITS) {
-            /* what this server allows alone */
-            ngx_http_redis_ratelimit_local_limits(zone, ctx->conf->local_share,
-                                                  &limit, &burst);
-
-        } else {
-            limit = zone->limit;
-            burst = zone->burst;
-        }
-
-        policies[i].zone = (char *) zone->name.data;
-        policies[i].zone_len = zone->name.len;
-        policies[i].algorithm = (int) zone->algorithm;
-        policies[i].limit = limit;
-        policies[i].period_ms = zone->period;
-        policies[i].burst = burst;
-    }
-
-    return policies;
+    shown->status = ctx->status;
+    shown->decided = ctx->decided;
+    shown->decision = &ctx->decision;
+    shown->results = ctx->limit_results;
+    shown->limits = ctx->call_limits;
+    shown->nlimits = ctx->nlimits;
+    shown->show = ctx->show;
+    shown->local_share = ctx->conf->local_share;
+    shown->replied = ctx->replied;
+    shown->rtt_us = ctx->rtt;
 }

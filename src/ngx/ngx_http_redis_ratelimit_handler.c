@@ -175,7 +175,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 {
     char                                  *buf;
     size_t                                 size;
-    ngx_str_t                              key, cost, *keys;
+    ngx_str_t                              key, cost;
     ngx_uint_t                             i, n, nkeys, *costs;
     rrl_call_limit_t                      *call, *c;
     ngx_http_redis_ratelimit_zone_t       *zone;
@@ -188,11 +188,10 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     n = rlcf->limits.nelts;
 
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
-    keys = ngx_palloc(r->pool, n * sizeof(ngx_str_t));
     costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
     call = ngx_palloc(r->pool, n * sizeof(rrl_call_limit_t));
 
-    if (active == NULL || keys == NULL || costs == NULL || call == NULL) {
+    if (active == NULL || costs == NULL || call == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -233,13 +232,12 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         c->key = key.data;
         c->key_len = key.len;
 
-        active[nkeys] = &limits[i];
-        keys[nkeys++] = key;
+        active[nkeys++] = &limits[i];
     }
 
     ctx->nlimits = nkeys;
     ctx->limits = active;
-    ctx->keys = keys;
+    ctx->call_limits = call;
     ctx->costs = costs;
 
     if (nkeys == 0) {

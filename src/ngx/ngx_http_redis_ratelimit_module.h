@@ -16,6 +16,7 @@
 #include "rrl.h"
 #include "rrl_conf.h"
 #include "rrl_decision.h"
+#include "rrl_shown.h"
 
 
 /* $redis_ratelimit_status and the fail modes: the core's */
@@ -173,7 +174,7 @@ typedef struct {
 
     ngx_uint_t                   nlimits;     /* those with a key */
     ngx_http_redis_ratelimit_limit_t    **limits;
-    ngx_str_t                   *keys;
+    rrl_call_limit_t            *call_limits; /* theirs, with key and cost */
     ngx_uint_t                  *costs;
 
     int                          argc;
@@ -232,9 +233,9 @@ void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 /* the handler's rc once decided; a problem+json rejection is sent here */
 ngx_int_t ngx_http_redis_ratelimit_answer(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/* the limits of a decided request, as this server enforced them */
-rrl_policy_t *ngx_http_redis_ratelimit_policies(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* what the request shows in headers and variables: the core writes it */
+void ngx_http_redis_ratelimit_shown(ngx_http_redis_ratelimit_ctx_t *ctx,
+    rrl_shown_t *shown);
 
 /* variables */
 ngx_int_t ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf);

@@ -1,7 +1,7 @@
 
 /*
  * The variables: $redis_ratelimit_status, _remaining, _reset, _zone and
- * _rtt, read from the main request's context.
+ * _rtt, read from the main request's context; their values are the core's.
  */
 
 
@@ -12,38 +12,31 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
-static ngx_int_t ngx_http_redis_ratelimit_status_variable(
-    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_redis_ratelimit_decision_variable(
-    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_redis_ratelimit_zone_variable(
-    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_redis_ratelimit_rtt_variable(
-    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 
 
+/* data: the variable's RRL_VAR_* */
 static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
 
     { ngx_string("redis_ratelimit_status"), NULL,
-      ngx_http_redis_ratelimit_status_variable, 0,
+      ngx_http_redis_ratelimit_variable, RRL_VAR_STATUS,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_remaining"), NULL,
-      ngx_http_redis_ratelimit_decision_variable,
-      offsetof(rrl_decision_t, remaining),
+      ngx_http_redis_ratelimit_variable, RRL_VAR_REMAINING,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_zone"), NULL,
-      ngx_http_redis_ratelimit_zone_variable, 0,
+      ngx_http_redis_ratelimit_variable, RRL_VAR_ZONE,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_reset"), NULL,
-      ngx_http_redis_ratelimit_decision_variable,
-      offsetof(rrl_decision_t, reset_after),
+      ngx_http_redis_ratelimit_variable, RRL_VAR_RESET,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("redis_ratelimit_rtt"), NULL,
-      ngx_http_redis_ratelimit_rtt_variable, 0,
+      ngx_http_redis_ratelimit_variable, RRL_VAR_RTT,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
@@ -51,116 +44,39 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
 
 
 static ngx_int_t
-ngx_http_redis_ratelimit_status_variable(ngx_http_request_t *r,
+ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
     size_t                           len;
+    rrl_shown_t                      shown;
     ngx_http_redis_ratelimit_ctx_t  *ctx;
 
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
 
-    if (ctx == NULL || ctx->status == 0) {
+    if (ctx == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    v->data = (u_char *) rrl_status_text(ctx->status, &len);
-    v->len = len;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
+    ngx_http_redis_ratelimit_shown(ctx, &shown);
 
-    return NGX_OK;
-}
+    /* twice: its length (0: not found), then the value */
 
-
-/* an integer of the decision: data is its offset in rrl_decision_t */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_decision_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    u_char                          *p;
-    ngx_http_redis_ratelimit_ctx_t  *ctx;
-
-    ctx = ngx_http_redis_ratelimit_get_ctx(r);
-
-    if (ctx == NULL || !ctx->decided) {
+    len = rrl_shown_variable(NULL, 0, (int) data, &shown);
+    if (len == 0) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    if (p == NULL) {
+    v->data = ngx_pnalloc(r->pool, len);
+    if (v->data == NULL) {
         return NGX_ERROR;
     }
 
-    v->len = ngx_sprintf(p, "%L",
-                         *(int64_t *) ((u_char *) &ctx->decision + data))
-             - p;
+    v->len = rrl_shown_variable((char *) v->data, len, (int) data, &shown);
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
-    v->data = p;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_redis_ratelimit_zone_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    ngx_http_redis_ratelimit_zone_t  *zone;
-    ngx_http_redis_ratelimit_ctx_t   *ctx;
-
-    ctx = ngx_http_redis_ratelimit_get_ctx(r);
-
-    if (ctx == NULL || !ctx->decided) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    zone = ctx->limits[ctx->decision.reported]->zone;
-
-    v->len = zone->name.len;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-    v->data = zone->name.data;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_redis_ratelimit_rtt_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    u_char                          *p;
-    int64_t                          us;
-    ngx_http_redis_ratelimit_ctx_t  *ctx;
-
-    ctx = ngx_http_redis_ratelimit_get_ctx(r);
-
-    if (ctx == NULL || !ctx->replied) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + sizeof(".000") - 1);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    us = ngx_max(ctx->rtt, 0);
-
-    /* ms with 3 decimals, as $upstream_response_time has them for s */
-    v->len = ngx_sprintf(p, "%L.%03L", us / 1000, us % 1000) - p;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-    v->data = p;
 
     return NGX_OK;
 }

@@ -1,0 +1,117 @@
+#include "shown.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithm.hpp"
+#include "decision.hpp"
+#include "fields.hpp"
+#include "local_zone.hpp"
+#include "problem.hpp"
+
+namespace rrl {
+
+namespace {
+
+std::string_view zone_of(const rrl_call_limit_t& l) {
+    return {l.zone, l.zone_len};
+}
+
+// The limit as the headers show it: this server's share of it, or whole.
+rrl_policy_t policy_of(const rrl_call_limit_t& l, const rrl_shown_t& shown) {
+    rrl_policy_t p{l.zone,  l.zone_len,  l.algorithm,
+                   l.limit, l.period_ms, l.burst};
+    if (shown.show & show::local_limits) {
+        LocalShare s =
+            local_share(l.algorithm, l.limit, l.burst, shown.local_share);
+        p.limit = s.limit;
+        p.burst = s.burst;
+    }
+    return p;
+}
+
+// X-RateLimit-Limit: the most one request may cost, on an idle key
+std::uint64_t capacity_of(const rrl_policy_t& p) {
+    const Algorithm* a = algorithm(p.algorithm);
+    return a == nullptr ? 0 : capacity(*a, p.limit, p.burst);
+}
+
+}  // namespace
+
+std::vector<Field> shown_fields(const rrl_shown_t& shown) {
+    if (!shown.decided) return {};
+
+    const rrl_decision_t& d = *shown.decision;
+    const rrl_call_limit_t& reported = shown.limits[d.reported];
+    std::vector<Field> fields;
+
+    if (shown.show & show::legacy) {
+        fields.push_back(
+            {"X-RateLimit-Limit",
+             std::to_string(capacity_of(policy_of(reported, shown)))});
+        fields.push_back(
+            {"X-RateLimit-Remaining", std::to_string(d.remaining)});
+        fields.push_back({"X-RateLimit-Reset", std::to_string(d.reset_unix)});
+    }
+
+    if (shown.show & show::draft) {
+        std::vector<rrl_policy_t> policies;
+        for (std::size_t i = 0; i < shown.nlimits; i++) {
+            policies.push_back(policy_of(shown.limits[i], shown));
+        }
+        auto policy = ratelimit_policy(policies);
+        auto ratelimit_field =
+            ratelimit(zone_of(reported), d.remaining, d.reset_after);
+        if (!policy || !ratelimit_field) return {};
+        fields.push_back({"RateLimit-Policy", *policy});
+        fields.push_back({"RateLimit", *ratelimit_field});
+    }
+
+    if (shown.show & show::retry_after) {
+        fields.push_back({"Retry-After", std::to_string(d.retry_after)});
+    }
+
+    return fields;
+}
+
+std::optional<std::string> shown_variable(int variable,
+                                          const rrl_shown_t& shown) {
+    if (variable == RRL_VAR_STATUS) {
+        if (shown.status == 0) return std::nullopt;
+        return std::string(status_text(static_cast<Status>(shown.status)));
+    }
+
+    if (variable == RRL_VAR_RTT) {
+        if (!shown.replied) return std::nullopt;
+        // ms with 3 decimals, as $upstream_response_time has them for s
+        std::int64_t us = std::max<std::int64_t>(shown.rtt_us, 0);
+        std::string frac = std::to_string(us % 1000);
+        return std::to_string(us / 1000) + "." +
+               std::string(3 - frac.size(), '0') + frac;
+    }
+
+    if (!shown.decided) return std::nullopt;
+
+    const rrl_decision_t& d = *shown.decision;
+
+    switch (variable) {
+        case RRL_VAR_REMAINING:
+            return std::to_string(d.remaining);
+        case RRL_VAR_RESET:
+            return std::to_string(d.reset_after);
+        case RRL_VAR_ZONE:
+            return std::string(zone_of(shown.limits[d.reported]));
+        default:
+            return std::nullopt;
+    }
+}
+
+std::string shown_problem(unsigned status, const rrl_shown_t& shown) {
+    std::vector<std::string_view> zones;
+    for (std::size_t i = 0; i < shown.nlimits; i++) {
+        if (!shown.results[i].passed) zones.push_back(zone_of(shown.limits[i]));
+    }
+    return problem_json(status, zones);
+}
+
+}  // namespace rrl
