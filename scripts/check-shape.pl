@@ -11,7 +11,7 @@
 # style) and it does not. The module object itself, which every file names
 # to reach its configuration, is no call.
 #
-#   scripts/check-shape.pl [SHIM_DIR]
+#   scripts/check-shape.pl [--max-total N (4500)] [SHIM_DIR]
 
 use strict;
 use warnings;
@@ -19,9 +19,12 @@ use warnings;
 use File::Basename qw(basename dirname);
 use Cwd qw(abs_path);
 
-my $dir = $ARGV[0] // dirname(abs_path($0)) . '/../src/ngx';
+use Getopt::Long qw(GetOptions);
+
 my $max_file = 700;
 my $max_total = 4500;
+GetOptions('max-total=i' => \$max_total) or die "usage: $0 [--max-total N] [SHIM_DIR]\n";
+my $dir = $ARGV[0] // dirname(abs_path($0)) . '/../src/ngx';
 
 my (%lines, %text, %defines, %globals);
 my @files = sort glob("$dir/*.c"), sort glob("$dir/*.h");
