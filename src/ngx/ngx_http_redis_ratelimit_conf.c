@@ -14,11 +14,17 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
+static char *ngx_http_redis_ratelimit_value(ngx_conf_t *cf,
+    ngx_command_t *cmd, int kind, ngx_uint_t *field);
 static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
     rrl_conf_t *c, ngx_uint_t first);
 static void ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs);
+static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
+    size_t len);
+static int64_t ngx_http_redis_ratelimit_parse_size(const char *text,
+    size_t len);
 
 
 char *
@@ -57,7 +63,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    rrl_conf_init(&c, RRL_CONF_ZONE, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_ZONE, cmd);
 
     if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -149,7 +155,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     limit->file = cf->conf_file->file.name.data;
     limit->line = cf->conf_file->line;
 
-    rrl_conf_init(&c, RRL_CONF_LIMIT, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_LIMIT, cmd);
 
     for (i = 1; i < cf->args->nelts; i++) {
         rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
@@ -216,33 +222,10 @@ char *
 ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    char  *p = conf;
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
 
-    ngx_int_t    status;
-    ngx_str_t   *value;
-    ngx_uint_t  *field;
-
-    field = (ngx_uint_t *) (p + cmd->offset);
-
-    if (*field != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    status = ngx_atoi(value[1].data, value[1].len);
-
-    if (status < 400 || status > 599) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive, "
-                           "it must be a status code from 400 to 599",
-                           &value[1], &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    *field = status;
-
-    return NGX_CONF_OK;
+    return ngx_http_redis_ratelimit_value(cf, cmd, RRL_CONF_STATUS,
+                                          &rlcf->status_code);
 }
 
 
@@ -255,7 +238,6 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
 
     char        *rv;
-    ngx_str_t    s;
     rrl_conf_t   c;
 
     rv = ngx_http_redis_ratelimit_enum(cf, cmd, conf);
@@ -263,7 +245,7 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
         return rv;
     }
 
-    rrl_conf_init(&c, RRL_CONF_FAIL, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_FAIL, cmd);
     c.u.fail.local = (rlcf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL);
 
     if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
@@ -276,10 +258,45 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_OK;
     }
 
-    ngx_http_redis_ratelimit_str(&s, &c.u.fail.zone_word);
-
-    return ngx_http_redis_ratelimit_local_zone(cf, cmd, s.len ? &s : NULL,
+    return ngx_http_redis_ratelimit_local_zone(cf, cmd, &c.u.fail,
                                                &rlcf->local_zone);
+}
+
+
+/* off | SIZE */
+
+char *
+ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+
+    return ngx_http_redis_ratelimit_value(cf, cmd, RRL_CONF_DENY,
+                                          &rmcf->deny_size);
+}
+
+
+/* the one word of a directive, a number of the core's grammar (kind) */
+
+static char *
+ngx_http_redis_ratelimit_value(ngx_conf_t *cf, ngx_command_t *cmd, int kind,
+    ngx_uint_t *field)
+{
+    rrl_conf_t  c;
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    ngx_http_redis_ratelimit_conf_init(&c, kind, cmd);
+
+    if (ngx_http_redis_ratelimit_words(cf, &c, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    *field = (ngx_uint_t) c.u.value;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -429,6 +446,18 @@ ngx_http_redis_ratelimit_words(ngx_conf_t *cf, rrl_conf_t *c,
 }
 
 
+void
+ngx_http_redis_ratelimit_conf_init(rrl_conf_t *c, int kind,
+    ngx_command_t *cmd)
+{
+    rrl_conf_init(c, kind, (char *) cmd->name.data);
+
+    c->parse_time = ngx_http_redis_ratelimit_parse_time;
+    c->parse_size = ngx_http_redis_ratelimit_parse_size;
+    c->min_size = 8 * ngx_pagesize;   /* as limit_req's zones */
+}
+
+
 ngx_int_t
 ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     ngx_str_t *word)
@@ -448,4 +477,28 @@ ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     }
 
     return (rc == RRL_CONF_HOST) ? NGX_DECLINED : NGX_OK;
+}
+
+
+static int64_t
+ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) text;
+    s.len = len;
+
+    return ngx_parse_time(&s, 0);
+}
+
+
+static int64_t
+ngx_http_redis_ratelimit_parse_size(const char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) text;
+    s.len = len;
+
+    return ngx_parse_size(&s);
 }

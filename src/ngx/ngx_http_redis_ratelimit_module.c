@@ -14,6 +14,13 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
+/* "redis_ratelimit_headers": bits, "both" is legacy and draft */
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF     0
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY  RRL_SHOW_LEGACY
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT   RRL_SHOW_DRAFT
+#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH    (RRL_SHOW_LEGACY|RRL_SHOW_DRAFT)
+
+
 static void ngx_http_redis_ratelimit_core_log(void *data, int level,
     const char *msg);
 
@@ -88,7 +95,7 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_redis_ratelimit_status,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_redis_ratelimit_loc_conf_t, status_code),
+      0,
       NULL },
 
     { ngx_string("redis_ratelimit_dry_run"),
@@ -196,18 +203,9 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /*
-     * set by ngx_pcalloc():
-     *
-     *     conf->server = { 0, NULL };
-     *     conf->host = { 0, NULL };
-     *     conf->unix_path = { 0, NULL };
-     *     conf->password = { 0, NULL };
-     *     conf->db = 0;
-     *     conf->deny_zone = NULL;
-     */
+    /* the rest is set by the directives, or stays 0 */
 
-    conf->deny_size = NGX_CONF_UNSET_SIZE;
+    conf->deny_size = NGX_CONF_UNSET_UINT;
 
     if (ngx_array_init(&conf->zones, cf->pool, 4,
                        sizeof(ngx_http_redis_ratelimit_zone_t))
