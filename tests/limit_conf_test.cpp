@@ -187,7 +187,7 @@ TEST(StatusConf, FromFourHundredTo599) {
 
 TEST(StatusConfCApi, Word) {
     rrl_conf_t conf;
-    rrl_conf_init(&conf, RRL_CONF_STATUS, "redis_ratelimit_status");
+    rrl_conf_init(&conf, RRL_CONF_VALUE, "redis_ratelimit_status");
     EXPECT_EQ(c_word(&conf, "503"), RRL_OK);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
     EXPECT_EQ(conf.u.value, 503u);

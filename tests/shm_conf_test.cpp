@@ -104,7 +104,7 @@ std::string str(rrl_conf_str_t s) {
 
 TEST(ShmConfCApi, DenyCache) {
     rrl_conf_t conf;
-    rrl_conf_init(&conf, RRL_CONF_DENY, kDeny);
+    rrl_conf_init(&conf, RRL_CONF_VALUE, kDeny);
     conf.parse_size = parse_size;
     conf.min_size = kMin;
     EXPECT_EQ(c_word(&conf, "1m"), RRL_OK);

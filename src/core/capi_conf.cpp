@@ -11,6 +11,7 @@
 #include "rrl_conf.h"
 #include "server_conf.hpp"
 #include "shm_conf.hpp"
+#include "value_conf.hpp"
 #include "zone_conf.hpp"
 
 using rrl::capi::guarded;
@@ -160,13 +161,10 @@ int word(rrl_conf_t* c, std::string_view w) {
         case RRL_CONF_LIMIT:
             return step(&c->u.limit, c->err,
                         [&](auto& l) { return rrl::limit_conf_word(l, d, w); });
-        case RRL_CONF_DENY:
-            return error_or_ok(
-                rrl::deny_cache_conf(c->u.value, d, w, c->min_size,
-                                     size_parser(c->parse_size)),
-                c->err);
-        case RRL_CONF_STATUS:
-            return error_or_ok(rrl::status_conf(c->u.value, d, w), c->err);
+        case RRL_CONF_VALUE:
+            return error_or_ok(rrl::value_conf(c->u.value, d, w, c->min_size,
+                                               size_parser(c->parse_size)),
+                               c->err);
         default:
             return step(&c->u.fail, c->err, [&](auto& f) {
                 return checked(rrl::fail_conf_word(f.fail, d, w));
@@ -189,8 +187,7 @@ int done(rrl_conf_t* c) {
             return step(&c->u.limit, c->err, [&](auto& l) {
                 return checked(rrl::limit_conf_done(l, d));
             });
-        case RRL_CONF_DENY:
-        case RRL_CONF_STATUS:
+        case RRL_CONF_VALUE:
             return RRL_OK;
         default:
             return step(&c->u.fail, c->err, [&](auto& f) {
@@ -232,8 +229,7 @@ void rrl_conf_init(rrl_conf_t* conf, int kind, const char* directive) noexcept {
         case RRL_CONF_LIMIT:
             to_c(rrl::LimitConf{}, &conf->u.limit);
             break;
-        case RRL_CONF_DENY:
-        case RRL_CONF_STATUS:
+        case RRL_CONF_VALUE:
             break;
         default:
             to_c(FailStep{}, &conf->u.fail);

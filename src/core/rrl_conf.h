@@ -100,10 +100,13 @@ typedef struct {
 #define RRL_CONF_ZONE    1
 #define RRL_CONF_LIMIT   2
 #define RRL_CONF_FAIL    3
-/* one word, u.value: "redis_ratelimit_deny_cache off|SIZE" (0: off) */
-#define RRL_CONF_DENY    4
-/* one word, u.value: "redis_ratelimit_status CODE" */
-#define RRL_CONF_STATUS  5
+/*
+ * the first word, to u.value, of a directive known by name (value_conf):
+ * "redis_ratelimit_status", "..._deny_cache" (0: off), "..._headers"
+ * (RRL_SHOW_* bits), "..._fail" (RRL_FAIL_*), "..._log_level" (0: info,
+ * 1: notice, 2: warn, 3: error)
+ */
+#define RRL_CONF_VALUE   4
 
 /* the longest message: nginx logs at most NGX_MAX_CONF_ERRSTR bytes */
 #define RRL_CONF_ERR_MAX  1024
@@ -112,8 +115,8 @@ typedef struct {
     int                  kind;         /* RRL_CONF_* */
     const char          *directive;    /* NUL-terminated */
     rrl_time_parse_pt    parse_time;   /* RRL_CONF_SERVER */
-    rrl_size_parse_pt    parse_size;   /* RRL_CONF_FAIL, RRL_CONF_DENY */
-    uint64_t             min_size;     /* of a zone: RRL_CONF_FAIL, DENY */
+    rrl_size_parse_pt    parse_size;   /* RRL_CONF_FAIL, RRL_CONF_VALUE */
+    uint64_t             min_size;     /* of a zone: RRL_CONF_FAIL, VALUE */
     union {
         rrl_server_conf_t  server;
         rrl_zone_conf_t    zone;

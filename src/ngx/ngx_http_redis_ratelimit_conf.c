@@ -14,8 +14,6 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
-static char *ngx_http_redis_ratelimit_value(ngx_conf_t *cf,
-    ngx_command_t *cmd, int kind, ngx_uint_t *field);
 static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
@@ -216,19 +214,6 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* a stock num slot's messages would not name the range */
-
-char *
-ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
-
-    return ngx_http_redis_ratelimit_value(cf, cmd, RRL_CONF_STATUS,
-                                          &rlcf->status_code);
-}
-
-
 /* open | closed | local [local_zone=NAME:SIZE] [local_share=1/N] */
 
 char *
@@ -240,7 +225,7 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     char        *rv;
     rrl_conf_t   c;
 
-    rv = ngx_http_redis_ratelimit_enum(cf, cmd, conf);
+    rv = ngx_http_redis_ratelimit_set_value(cf, cmd, conf);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -263,34 +248,32 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* off | SIZE */
+/*
+ * The first word of a directive known to the core (RRL_CONF_VALUE): stock
+ * slots' messages would not name the directive, or the range.
+ */
 
 char *
-ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+ngx_http_redis_ratelimit_set_value(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
+    char  *p = conf;
 
-    return ngx_http_redis_ratelimit_value(cf, cmd, RRL_CONF_DENY,
-                                          &rmcf->deny_size);
-}
+    ngx_str_t   *value;
+    ngx_uint_t  *field;
+    rrl_conf_t   c;
 
-
-/* the one word of a directive, a number of the core's grammar (kind) */
-
-static char *
-ngx_http_redis_ratelimit_value(ngx_conf_t *cf, ngx_command_t *cmd, int kind,
-    ngx_uint_t *field)
-{
-    rrl_conf_t  c;
+    field = (ngx_uint_t *) (p + cmd->offset);
 
     if (*field != NGX_CONF_UNSET_UINT) {
         return "is duplicate";
     }
 
-    ngx_http_redis_ratelimit_conf_init(&c, kind, cmd);
+    value = cf->args->elts;
 
-    if (ngx_http_redis_ratelimit_words(cf, &c, 1) != NGX_OK) {
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_VALUE, cmd);
+
+    if (ngx_http_redis_ratelimit_conf_word(cf, &c, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -300,51 +283,27 @@ ngx_http_redis_ratelimit_value(ngx_conf_t *cf, ngx_command_t *cmd, int kind,
 }
 
 
-/* like ngx_conf_set_enum_slot(), with an error that names the directive */
+/* info | notice | warn | error: the core gives their rank */
 
 char *
-ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_redis_ratelimit_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
 {
-    char  *p = conf;
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
 
-    u_char           *last;
-    ngx_str_t        *value;
-    ngx_uint_t       *field, i;
-    ngx_conf_enum_t  *e;
-    u_char            allowed[NGX_MAX_CONF_ERRSTR];
+    static ngx_uint_t  levels[] = {
+        NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN, NGX_LOG_ERR
+    };
 
-    field = (ngx_uint_t *) (p + cmd->offset);
+    char  *rv;
 
-    if (*field != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
+    rv = ngx_http_redis_ratelimit_set_value(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        rlcf->log_level = levels[rlcf->log_level];
     }
 
-    value = cf->args->elts;
-    e = cmd->post;
-
-    for (i = 0; e[i].name.len != 0; i++) {
-        if (e[i].name.len == value[1].len
-            && ngx_strcasecmp(e[i].name.data, value[1].data) == 0)
-        {
-            *field = e[i].value;
-            return NGX_CONF_OK;
-        }
-    }
-
-    last = allowed;
-
-    for (i = 0; e[i].name.len != 0; i++) {
-        last = ngx_slprintf(last, allowed + sizeof(allowed), "%s\"%V\"",
-                            i == 0 ? "" : (e[i + 1].name.len ? ", " : " or "),
-                            &e[i].name);
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid value \"%V\" in \"%V\" directive, "
-                       "it must be %*s", &value[1], &cmd->name,
-                       (size_t) (last - allowed), allowed);
-
-    return NGX_CONF_ERROR;
+    return rv;
 }
 
 

@@ -14,13 +14,6 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
-/* "redis_ratelimit_headers": bits, "both" is legacy and draft */
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF     0
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY  RRL_SHOW_LEGACY
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT   RRL_SHOW_DRAFT
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH    (RRL_SHOW_LEGACY|RRL_SHOW_DRAFT)
-
-
 static void ngx_http_redis_ratelimit_core_log(void *data, int level,
     const char *msg);
 
@@ -33,32 +26,6 @@ static char *ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf,
 static ngx_int_t ngx_http_redis_ratelimit_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_redis_ratelimit_init_process(ngx_cycle_t *cycle);
 static void ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle);
-
-
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_headers_values[] = {
-    { ngx_string("off"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF },
-    { ngx_string("legacy"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY },
-    { ngx_string("draft"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT },
-    { ngx_string("both"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH },
-    { ngx_null_string, 0 }
-};
-
-
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_fail_values[] = {
-    { ngx_string("open"), NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN },
-    { ngx_string("closed"), NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED },
-    { ngx_string("local"), NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL },
-    { ngx_null_string, 0 }
-};
-
-
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_log_levels[] = {
-    { ngx_string("info"), NGX_LOG_INFO },
-    { ngx_string("notice"), NGX_LOG_NOTICE },
-    { ngx_string("warn"), NGX_LOG_WARN },
-    { ngx_string("error"), NGX_LOG_ERR },
-    { ngx_null_string, 0 }
-};
 
 
 static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
@@ -79,9 +46,9 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_deny_cache"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_deny_cache,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, deny_size),
       NULL },
 
     { ngx_string("redis_ratelimit"),
@@ -93,9 +60,9 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_status,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_LOC_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_redis_ratelimit_loc_conf_t, status_code),
       NULL },
 
     { ngx_string("redis_ratelimit_dry_run"),
@@ -107,10 +74,10 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_headers"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_enum,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, headers),
-      &ngx_http_redis_ratelimit_headers_values },
+      NULL },
 
     { ngx_string("redis_ratelimit_problem_json"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -124,14 +91,14 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       ngx_http_redis_ratelimit_fail_mode,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, fail),
-      &ngx_http_redis_ratelimit_fail_values },
+      NULL },
 
     { ngx_string("redis_ratelimit_log_level"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_enum,
+      ngx_http_redis_ratelimit_log_level,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, log_level),
-      &ngx_http_redis_ratelimit_log_levels },
+      NULL },
 
     { ngx_string("redis_ratelimit_metrics"),
       NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
@@ -320,7 +287,7 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
 
     ngx_conf_merge_uint_value(conf->headers, prev->headers,
-                              NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY);
+                              RRL_SHOW_LEGACY);
     ngx_conf_merge_value(conf->problem_json, prev->problem_json, 0);
 
     /* the mode and its parameters are one directive: inherited together */

@@ -197,13 +197,11 @@ char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_redis_ratelimit_set_value(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-char *ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_redis_ratelimit_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 /* binds the limits to their zones, defined before or after them */
 ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
