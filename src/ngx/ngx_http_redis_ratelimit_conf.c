@@ -3,7 +3,8 @@
  * The directives' parsers ("redis_ratelimit_server" has a file of its
  * own): the grammar and its checks are the core's (rrl_conf.h), which
  * gets each word and gives back values or a message; here is what needs
- * nginx: compiling variables, the zones, logging with FILE:LINE.
+ * nginx: compiling variables, the zones, logging with FILE:LINE, and
+ * nginx's readers of times and sizes, handed to the core.
  */
 
 
