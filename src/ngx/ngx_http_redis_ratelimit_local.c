@@ -16,7 +16,7 @@
 #include "rrl_local_zone.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     "10m"
+#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     (10 * 1024 * 1024)
 
 /* a node's "busy": in use by the request being decided, under the mutex */
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND    1
@@ -231,72 +231,34 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
         shm_zone->data = ctx;
     }
 
-    /* no size: sized in ngx_http_redis_ratelimit_local_init_conf() */
-
-    if (fc->zone_size) {
+    if (fc->zone_size == 0) {
+        /* the default zone: its size, unless a local_zone= gives one */
         if (shm_zone->shm.size == 0) {
-            shm_zone->shm.size = fc->zone_size;
-            ctx->size.data = (u_char *) fc->zone_size_word.data;
-            ctx->size.len = fc->zone_size_word.len;
-            ctx->file = cf->conf_file->file.name.data;
-            ctx->line = cf->conf_file->line;
-
-        } else if (shm_zone->shm.size != fc->zone_size) {
-            word.data = (u_char *) fc->zone_word.data;
-            word.len = fc->zone_word.len;
-
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\" in \"%V\" directive, "
-                               "local_zone \"%V\" has size %V in %s:%ui",
-                               &word, &cmd->name, &name, &ctx->size,
-                               ctx->file, ctx->line);
-            return NGX_CONF_ERROR;
+            shm_zone->shm.size = NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE;
         }
+
+    } else if (ctx->file == NULL) {
+        shm_zone->shm.size = fc->zone_size;
+        ctx->size.data = (u_char *) fc->zone_size_word.data;
+        ctx->size.len = fc->zone_size_word.len;
+        ctx->file = cf->conf_file->file.name.data;
+        ctx->line = cf->conf_file->line;
+
+    } else if (shm_zone->shm.size != fc->zone_size) {
+        word.data = (u_char *) fc->zone_word.data;
+        word.len = fc->zone_word.len;
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "local_zone \"%V\" has size %V in %s:%ui",
+                           &word, &cmd->name, &name, &ctx->size,
+                           ctx->file, ctx->line);
+        return NGX_CONF_ERROR;
     }
 
     *zone = shm_zone;
 
     return NGX_CONF_OK;
-}
-
-
-void
-ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf)
-{
-    ngx_str_t                              size;
-    ngx_uint_t                             i;
-    ngx_list_part_t                       *part;
-    ngx_shm_zone_t                        *shm_zone;
-    ngx_http_redis_ratelimit_local_ctx_t  *ctx;
-
-    ngx_str_set(&size, NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE);
-
-    part = &cf->cycle->shared_memory.part;
-    shm_zone = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            shm_zone = part->elts;
-            i = 0;
-        }
-
-        if (shm_zone[i].tag != &ngx_http_redis_ratelimit_local_tag
-            || shm_zone[i].shm.size != 0)
-        {
-            continue;
-        }
-
-        ctx = shm_zone[i].data;
-
-        shm_zone[i].shm.size = ngx_parse_size(&size);
-        ctx->size = size;
-    }
 }
 
 

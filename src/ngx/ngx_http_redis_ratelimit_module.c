@@ -211,8 +211,6 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    ngx_http_redis_ratelimit_local_init_conf(cf);
-
     if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }

@@ -268,8 +268,6 @@ void ngx_http_redis_ratelimit_call_detach(
 /* the zone of "local_zone=NAME:SIZE", or the default one, checked in fc */
 char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     rrl_fail_conf_t *fc, ngx_shm_zone_t **zone);
-/* gives the zones used without a size the default one */
-void ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf);
 
 /*
  * Decides every limit of the request in the location's local zone, all or
