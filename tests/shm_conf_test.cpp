@@ -116,6 +116,8 @@ TEST(ShmConfCApi, DenyCache) {
     EXPECT_STREQ(conf.err,
                  "invalid value \"1k\" in \"redis_ratelimit_deny_cache\" "
                  "directive, it must be \"off\" or a size of at least 32k");
+    EXPECT_EQ(c_word(&conf, "lots"), RRL_ERROR);
+    EXPECT_EQ(conf.u.value, 0u);
 }
 
 TEST(ShmConfCApi, LocalZoneOfFail) {
