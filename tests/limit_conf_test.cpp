@@ -170,6 +170,33 @@ TEST(FailConfCApi, Words) {
     EXPECT_EQ(conf.u.fail.share, 1u);
 }
 
+TEST(StatusConf, FromFourHundredTo599) {
+    std::uint64_t status = 0;
+    EXPECT_EQ(rrl::status_conf(status, "redis_ratelimit_status", "400"), "");
+    EXPECT_EQ(status, 400u);
+    EXPECT_EQ(rrl::status_conf(status, "redis_ratelimit_status", "599"), "");
+    EXPECT_EQ(status, 599u);
+    for (const char* bad : {"399", "600", "slow", ""}) {
+        EXPECT_EQ(rrl::status_conf(status, "redis_ratelimit_status", bad),
+                  "invalid value \"" + std::string(bad) +
+                      "\" in \"redis_ratelimit_status\" directive, it must be "
+                      "a status code from 400 to 599");
+    }
+    EXPECT_EQ(status, 599u);
+}
+
+TEST(StatusConfCApi, Word) {
+    rrl_conf_t conf;
+    rrl_conf_init(&conf, RRL_CONF_VALUE, "redis_ratelimit_status");
+    EXPECT_EQ(c_word(&conf, "503"), RRL_OK);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(conf.u.value, 503u);
+    EXPECT_EQ(c_word(&conf, "99"), RRL_ERROR);
+    EXPECT_STREQ(conf.err,
+                 "invalid value \"99\" in \"redis_ratelimit_status\" "
+                 "directive, it must be a status code from 400 to 599");
+}
+
 TEST(ConfWord, NumbersAsNginxReadsThem) {
     EXPECT_EQ(rrl::parse_conf_number("0"), 0);
     EXPECT_EQ(rrl::parse_conf_number("007"), 7);

@@ -10,6 +10,8 @@
 #include "limit_conf.hpp"
 #include "rrl_conf.h"
 #include "server_conf.hpp"
+#include "shm_conf.hpp"
+#include "value_conf.hpp"
 #include "zone_conf.hpp"
 
 using rrl::capi::guarded;
@@ -19,6 +21,9 @@ static_assert(static_cast<int>(rrl::ServerMode::single) == RRL_SERVER_SINGLE &&
                   RRL_SERVER_CLUSTER &&
               static_cast<int>(rrl::ServerMode::sentinel) ==
                   RRL_SERVER_SENTINEL);
+
+static_assert(rrl::metrics_zone_name == RRL_CONF_METRICS_ZONE &&
+              rrl::deny_zone_name == RRL_CONF_DENY_ZONE);
 
 namespace {
 
@@ -90,12 +95,29 @@ void to_c(const rrl::LimitConf& l, rrl_limit_conf_t* c) {
     *c = {str(l.zone_name), l.cost, str(l.cost_arg), str(l.variable)};
 }
 
-rrl::FailConf to_cpp(const rrl_fail_conf_t& c) {
-    return {c.local != 0, view(c.zone_word), view(c.share_word), c.share};
+// the local zone is the C API's: set at done, from zone_word
+struct FailStep {
+    rrl::FailConf fail;
+    rrl::LocalZoneConf zone;
+};
+
+FailStep to_cpp(const rrl_fail_conf_t& c) {
+    return {{c.local != 0, view(c.zone_word), view(c.share_word), c.share},
+            {view(c.zone_name), view(c.zone_size_word), c.zone_size}};
 }
 
-void to_c(const rrl::FailConf& f, rrl_fail_conf_t* c) {
-    *c = {f.local ? 1 : 0, str(f.zone_word), str(f.share_word), f.share};
+void to_c(const FailStep& f, rrl_fail_conf_t* c) {
+    *c = {f.fail.local ? 1 : 0, str(f.fail.zone_word), str(f.fail.share_word),
+          f.fail.share,         str(f.zone.name),      str(f.zone.size_word),
+          f.zone.size};
+}
+
+rrl::SizeParser size_parser(rrl_size_parse_pt parse_size) {
+    return [parse_size](std::string_view text) {
+        int64_t size = parse_size(text.data(), text.size());
+        return size < 0 ? std::nullopt
+                        : std::optional<uint64_t>(static_cast<uint64_t>(size));
+    };
 }
 
 // Runs body on the core's copy of *conf, copied back when the word is good.
@@ -106,6 +128,10 @@ int step(C* conf, char* err, F&& body) {
     if (!r.error.empty()) return error(r.error, err);
     to_c(cpp, conf);
     return r.host ? RRL_CONF_HOST : RRL_OK;
+}
+
+int error_or_ok(const std::string& message, char* err) noexcept {
+    return message.empty() ? RRL_OK : error(message, err);
 }
 
 // a check's message as a word's
@@ -135,9 +161,13 @@ int word(rrl_conf_t* c, std::string_view w) {
         case RRL_CONF_LIMIT:
             return step(&c->u.limit, c->err,
                         [&](auto& l) { return rrl::limit_conf_word(l, d, w); });
+        case RRL_CONF_VALUE:
+            return error_or_ok(rrl::value_conf(c->u.value, d, w, c->min_size,
+                                               size_parser(c->parse_size)),
+                               c->err);
         default:
             return step(&c->u.fail, c->err, [&](auto& f) {
-                return checked(rrl::fail_conf_word(f, d, w));
+                return checked(rrl::fail_conf_word(f.fail, d, w));
             });
     }
 }
@@ -157,9 +187,17 @@ int done(rrl_conf_t* c) {
             return step(&c->u.limit, c->err, [&](auto& l) {
                 return checked(rrl::limit_conf_done(l, d));
             });
+        case RRL_CONF_VALUE:
+            return RRL_OK;
         default:
             return step(&c->u.fail, c->err, [&](auto& f) {
-                return checked(rrl::fail_conf_done(f, d));
+                std::string e = rrl::fail_conf_done(f.fail, d);
+                if (e.empty() && f.fail.local) {
+                    e = rrl::local_zone_conf(f.zone, d, f.fail.zone_word,
+                                             c->min_size,
+                                             size_parser(c->parse_size));
+                }
+                return checked(e);
             });
     }
 }
@@ -191,8 +229,10 @@ void rrl_conf_init(rrl_conf_t* conf, int kind, const char* directive) noexcept {
         case RRL_CONF_LIMIT:
             to_c(rrl::LimitConf{}, &conf->u.limit);
             break;
+        case RRL_CONF_VALUE:
+            break;
         default:
-            to_c(rrl::FailConf{}, &conf->u.fail);
+            to_c(FailStep{}, &conf->u.fail);
     }
 }
 

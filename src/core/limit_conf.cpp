@@ -86,4 +86,16 @@ std::string fail_conf_done(FailConf& conf, std::string_view directive) {
     return "";
 }
 
+std::string status_conf(std::uint64_t& status, std::string_view directive,
+                        std::string_view word) {
+    std::optional<std::int64_t> code = parse_conf_number(word);
+    if (!code || *code < 400 || *code > 599) {
+        return "invalid value " + quoted(word) + " in " + quoted(directive) +
+               " directive, it must be a status code from 400 to 599";
+    }
+
+    status = static_cast<std::uint64_t>(*code);
+    return "";
+}
+
 }  // namespace rrl

@@ -1,6 +1,7 @@
 // The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR]" and of the
 // parameters of "redis_ratelimit_fail MODE [local_zone=NAME:SIZE]
-// [local_share=1/N]" (the words after MODE).
+// [local_share=1/N]" (the words after MODE) and "redis_ratelimit_status
+// CODE": a location's directives.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +35,9 @@ struct FailConf {
 std::string fail_conf_word(FailConf& conf, std::string_view directive,
                            std::string_view word);
 std::string fail_conf_done(FailConf& conf, std::string_view directive);
+
+// A rejection's status code, from 400 to 599.
+std::string status_conf(std::uint64_t& status, std::string_view directive,
+                        std::string_view word);
 
 }  // namespace rrl

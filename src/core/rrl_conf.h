@@ -31,6 +31,8 @@ typedef struct {
 
 /* a time in ms as nginx reads it (ngx_parse_time()), -1: not a time */
 typedef int64_t (*rrl_time_parse_pt)(const char *text, size_t len);
+/* a size as nginx reads it (ngx_parse_size()), -1: not a size */
+typedef int64_t (*rrl_size_parse_pt)(const char *text, size_t len);
 
 typedef struct {
     int             mode;
@@ -81,7 +83,15 @@ typedef struct {
     rrl_conf_str_t  zone_word;     /* the whole local_zone= word, or empty */
     rrl_conf_str_t  share_word;
     uint64_t        share;         /* N, once done */
+    /* the local zone, once done: the default one has size 0 */
+    rrl_conf_str_t  zone_name;
+    rrl_conf_str_t  zone_size_word;
+    uint64_t        zone_size;
 } rrl_fail_conf_t;
+
+/* the module's own zones, and the default local one */
+#define RRL_CONF_METRICS_ZONE  "redis_ratelimit_metrics"
+#define RRL_CONF_DENY_ZONE     "redis_ratelimit_deny"
 
 
 /* one directive being parsed */
@@ -90,6 +100,13 @@ typedef struct {
 #define RRL_CONF_ZONE    1
 #define RRL_CONF_LIMIT   2
 #define RRL_CONF_FAIL    3
+/*
+ * the first word, to u.value, of a directive known by name (value_conf):
+ * "redis_ratelimit_status", "..._deny_cache" (0: off), "..._headers"
+ * (RRL_SHOW_* bits), "..._fail" (RRL_FAIL_*), "..._log_level" (0: info,
+ * 1: notice, 2: warn, 3: error)
+ */
+#define RRL_CONF_VALUE   4
 
 /* the longest message: nginx logs at most NGX_MAX_CONF_ERRSTR bytes */
 #define RRL_CONF_ERR_MAX  1024
@@ -98,16 +115,19 @@ typedef struct {
     int                  kind;         /* RRL_CONF_* */
     const char          *directive;    /* NUL-terminated */
     rrl_time_parse_pt    parse_time;   /* RRL_CONF_SERVER */
+    rrl_size_parse_pt    parse_size;   /* RRL_CONF_FAIL, RRL_CONF_VALUE */
+    uint64_t             min_size;     /* of a zone: RRL_CONF_FAIL, VALUE */
     union {
         rrl_server_conf_t  server;
         rrl_zone_conf_t    zone;
         rrl_limit_conf_t   limit;
         rrl_fail_conf_t    fail;
+        uint64_t           value;
     } u;
     char                 err[RRL_CONF_ERR_MAX + 1];  /* NUL-terminated */
 } rrl_conf_t;
 
-/* the defaults; the caller then sets parse_time or u.fail.local */
+/* the defaults; the caller then sets the parsers, min_size, u.fail.local */
 void rrl_conf_init(rrl_conf_t *conf, int kind, const char *directive)
     RRL_NOEXCEPT;
 /* RRL_OK, RRL_CONF_HOST (see above) or RRL_ERROR with err */

@@ -3,7 +3,8 @@
  * The directives' parsers ("redis_ratelimit_server" has a file of its
  * own): the grammar and its checks are the core's (rrl_conf.h), which
  * gets each word and gives back values or a message; here is what needs
- * nginx: compiling variables, the zones, logging with FILE:LINE.
+ * nginx: compiling variables, the zones, logging with FILE:LINE, and
+ * nginx's readers of times and sizes, handed to the core.
  */
 
 
@@ -19,6 +20,10 @@ static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
 static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
     rrl_conf_t *c, ngx_uint_t first);
 static void ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs);
+static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
+    size_t len);
+static int64_t ngx_http_redis_ratelimit_parse_size(const char *text,
+    size_t len);
 
 
 char *
@@ -57,7 +62,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    rrl_conf_init(&c, RRL_CONF_ZONE, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_ZONE, cmd);
 
     if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -149,7 +154,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     limit->file = cf->conf_file->file.name.data;
     limit->line = cf->conf_file->line;
 
-    rrl_conf_init(&c, RRL_CONF_LIMIT, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_LIMIT, cmd);
 
     for (i = 1; i < cf->args->nelts; i++) {
         rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
@@ -210,42 +215,6 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* a stock num slot's messages would not name the range */
-
-char *
-ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    char  *p = conf;
-
-    ngx_int_t    status;
-    ngx_str_t   *value;
-    ngx_uint_t  *field;
-
-    field = (ngx_uint_t *) (p + cmd->offset);
-
-    if (*field != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    status = ngx_atoi(value[1].data, value[1].len);
-
-    if (status < 400 || status > 599) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive, "
-                           "it must be a status code from 400 to 599",
-                           &value[1], &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    *field = status;
-
-    return NGX_CONF_OK;
-}
-
-
 /* open | closed | local [local_zone=NAME:SIZE] [local_share=1/N] */
 
 char *
@@ -255,15 +224,14 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
 
     char        *rv;
-    ngx_str_t    s;
     rrl_conf_t   c;
 
-    rv = ngx_http_redis_ratelimit_enum(cf, cmd, conf);
+    rv = ngx_http_redis_ratelimit_set_value(cf, cmd, conf);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
 
-    rrl_conf_init(&c, RRL_CONF_FAIL, (char *) cmd->name.data);
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_FAIL, cmd);
     c.u.fail.local = (rlcf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL);
 
     if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
@@ -276,25 +244,25 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_OK;
     }
 
-    ngx_http_redis_ratelimit_str(&s, &c.u.fail.zone_word);
-
-    return ngx_http_redis_ratelimit_local_zone(cf, cmd, s.len ? &s : NULL,
+    return ngx_http_redis_ratelimit_local_zone(cf, cmd, &c.u.fail,
                                                &rlcf->local_zone);
 }
 
 
-/* like ngx_conf_set_enum_slot(), with an error that names the directive */
+/*
+ * The first word of a directive known to the core (RRL_CONF_VALUE): stock
+ * slots' messages would not name the directive, or the range.
+ */
 
 char *
-ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_redis_ratelimit_set_value(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
 {
     char  *p = conf;
 
-    u_char           *last;
-    ngx_str_t        *value;
-    ngx_uint_t       *field, i;
-    ngx_conf_enum_t  *e;
-    u_char            allowed[NGX_MAX_CONF_ERRSTR];
+    ngx_str_t   *value;
+    ngx_uint_t  *field;
+    rrl_conf_t   c;
 
     field = (ngx_uint_t *) (p + cmd->offset);
 
@@ -303,31 +271,40 @@ ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     value = cf->args->elts;
-    e = cmd->post;
 
-    for (i = 0; e[i].name.len != 0; i++) {
-        if (e[i].name.len == value[1].len
-            && ngx_strcasecmp(e[i].name.data, value[1].data) == 0)
-        {
-            *field = e[i].value;
-            return NGX_CONF_OK;
-        }
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_VALUE, cmd);
+
+    if (ngx_http_redis_ratelimit_conf_word(cf, &c, &value[1]) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
-    last = allowed;
+    *field = (ngx_uint_t) c.u.value;
 
-    for (i = 0; e[i].name.len != 0; i++) {
-        last = ngx_slprintf(last, allowed + sizeof(allowed), "%s\"%V\"",
-                            i == 0 ? "" : (e[i + 1].name.len ? ", " : " or "),
-                            &e[i].name);
+    return NGX_CONF_OK;
+}
+
+
+/* info | notice | warn | error: the core gives their rank */
+
+char *
+ngx_http_redis_ratelimit_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_redis_ratelimit_loc_conf_t *rlcf = conf;
+
+    static ngx_uint_t  levels[] = {
+        NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN, NGX_LOG_ERR
+    };
+
+    char  *rv;
+
+    rv = ngx_http_redis_ratelimit_set_value(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        rlcf->log_level = levels[rlcf->log_level];
     }
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid value \"%V\" in \"%V\" directive, "
-                       "it must be %*s", &value[1], &cmd->name,
-                       (size_t) (last - allowed), allowed);
-
-    return NGX_CONF_ERROR;
+    return rv;
 }
 
 
@@ -429,6 +406,18 @@ ngx_http_redis_ratelimit_words(ngx_conf_t *cf, rrl_conf_t *c,
 }
 
 
+void
+ngx_http_redis_ratelimit_conf_init(rrl_conf_t *c, int kind,
+    ngx_command_t *cmd)
+{
+    rrl_conf_init(c, kind, (char *) cmd->name.data);
+
+    c->parse_time = ngx_http_redis_ratelimit_parse_time;
+    c->parse_size = ngx_http_redis_ratelimit_parse_size;
+    c->min_size = 8 * ngx_pagesize;   /* as limit_req's zones */
+}
+
+
 ngx_int_t
 ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     ngx_str_t *word)
@@ -448,4 +437,28 @@ ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     }
 
     return (rc == RRL_CONF_HOST) ? NGX_DECLINED : NGX_OK;
+}
+
+
+static int64_t
+ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) text;
+    s.len = len;
+
+    return ngx_parse_time(&s, 0);
+}
+
+
+static int64_t
+ngx_http_redis_ratelimit_parse_size(const char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) text;
+    s.len = len;
+
+    return ngx_parse_size(&s);
 }

@@ -15,8 +15,6 @@
 static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
     ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
     ngx_str_t *value);
-static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
-    size_t len);
 
 
 char *
@@ -39,8 +37,7 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 
     rmcf->server = value[1];
 
-    rrl_conf_init(&c, RRL_CONF_SERVER, (char *) cmd->name.data);
-    c.parse_time = ngx_http_redis_ratelimit_parse_time;
+    ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_SERVER, cmd);
 
     for (i = 1; i < cf->args->nelts; i++) {
         rc = ngx_http_redis_ratelimit_conf_word(cf, &c, &value[i]);
@@ -157,14 +154,3 @@ ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
     return NGX_CONF_OK;
 }
 
-
-static int64_t
-ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
-{
-    ngx_str_t  s;
-
-    s.data = (u_char *) text;
-    s.len = len;
-
-    return ngx_parse_time(&s, 0);
-}

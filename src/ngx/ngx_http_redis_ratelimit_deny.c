@@ -189,45 +189,6 @@ ngx_http_redis_ratelimit_deny_limit(ngx_http_redis_ratelimit_main_conf_t *rmcf,
 }
 
 
-/* off | SIZE */
-
-char *
-ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
-
-    ssize_t     size;
-    ngx_str_t  *value;
-
-    if (rmcf->deny_size != NGX_CONF_UNSET_SIZE) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len == 3 && ngx_strncmp(value[1].data, "off", 3) == 0) {
-        rmcf->deny_size = 0;
-        return NGX_CONF_OK;
-    }
-
-    size = ngx_parse_size(&value[1]);
-
-    /* at least 8 pages, as limit_req's zones */
-    if (size == NGX_ERROR || size < (ssize_t) (8 * ngx_pagesize)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive, "
-                           "it must be \"off\" or a size of at least %uzk",
-                           &value[1], &cmd->name, 8 * ngx_pagesize / 1024);
-        return NGX_CONF_ERROR;
-    }
-
-    rmcf->deny_size = size;
-
-    return NGX_CONF_OK;
-}
-
-
 ngx_int_t
 ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_http_redis_ratelimit_main_conf_t *rmcf)
@@ -238,7 +199,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_http_redis_ratelimit_addr_t      *addr;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
-    ngx_conf_init_size_value(rmcf->deny_size,
+    ngx_conf_init_uint_value(rmcf->deny_size,
                              NGX_HTTP_REDIS_RATELIMIT_DENY_SIZE);
 
     if (rmcf->deny_size == 0 || rmcf->zones.nelts == 0) {

@@ -16,8 +16,7 @@
 #include "rrl_local_zone.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_NAME     "redis_ratelimit_local"
-#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     "10m"
+#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     (10 * 1024 * 1024)
 
 /* a node's "busy": in use by the request being decided, under the mutex */
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND    1
@@ -199,65 +198,18 @@ ngx_http_redis_ratelimit_local_capacity(ngx_http_redis_ratelimit_zone_t *zone,
 }
 
 
+/* the zone of "local_zone=NAME:SIZE", or the default one: fc is checked */
+
 char *
 ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
-    ngx_str_t *value, ngx_shm_zone_t **zone)
+    rrl_fail_conf_t *fc, ngx_shm_zone_t **zone)
 {
-    u_char                                *p;
-    ssize_t                                size;
-    ngx_str_t                              name, s;
+    ngx_str_t                              name, word;
     ngx_shm_zone_t                        *shm_zone;
     ngx_http_redis_ratelimit_local_ctx_t  *ctx;
 
-    size = 0;
-    ngx_str_null(&s);
-
-    if (value == NULL) {
-        /* sized in ngx_http_redis_ratelimit_local_init_conf() */
-        ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_LOCAL_NAME);
-
-    } else {
-        name.data = value->data + sizeof("local_zone=") - 1;
-        name.len = value->len - (sizeof("local_zone=") - 1);
-
-        p = ngx_strlchr(name.data, name.data + name.len, ':');
-
-        if (p == NULL || p == name.data) {
-            goto invalid;
-        }
-
-        s.data = p + 1;
-        s.len = name.data + name.len - s.data;
-        name.len = p - name.data;
-
-        size = ngx_parse_size(&s);
-
-        if (size == NGX_ERROR) {
-            goto invalid;
-        }
-
-        if (size < (ssize_t) (8 * ngx_pagesize)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\" in \"%V\" directive, "
-                               "local_zone must be at least %uzk",
-                               value, &cmd->name, 8 * ngx_pagesize / 1024);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if ((name.len == sizeof(NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME) - 1
-         && ngx_strncmp(name.data, NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME,
-                        name.len) == 0)
-        || (name.len == sizeof(NGX_HTTP_REDIS_RATELIMIT_DENY_NAME) - 1
-            && ngx_strncmp(name.data, NGX_HTTP_REDIS_RATELIMIT_DENY_NAME,
-                           name.len) == 0))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive, "
-                           "zone \"%V\" is the module's own", value,
-                           &cmd->name, &name);
-        return NGX_CONF_ERROR;
-    }
+    name.data = (u_char *) fc->zone_name.data;
+    name.len = fc->zone_name.len;
 
     /* a tag of its own: nginx refuses a name another zone uses */
     shm_zone = ngx_shared_memory_add(cf, &name, 0,
@@ -279,75 +231,34 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
         shm_zone->data = ctx;
     }
 
-    if (size) {
+    if (fc->zone_size == 0) {
+        /* the default zone: its size, unless a local_zone= gives one */
         if (shm_zone->shm.size == 0) {
-            shm_zone->shm.size = size;
-            ctx->size = s;
-            ctx->file = cf->conf_file->file.name.data;
-            ctx->line = cf->conf_file->line;
-
-        } else if (shm_zone->shm.size != (size_t) size) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\" in \"%V\" directive, "
-                               "local_zone \"%V\" has size %V in %s:%ui",
-                               value, &cmd->name, &name, &ctx->size,
-                               ctx->file, ctx->line);
-            return NGX_CONF_ERROR;
+            shm_zone->shm.size = NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE;
         }
+
+    } else if (ctx->file == NULL) {
+        shm_zone->shm.size = fc->zone_size;
+        ctx->size.data = (u_char *) fc->zone_size_word.data;
+        ctx->size.len = fc->zone_size_word.len;
+        ctx->file = cf->conf_file->file.name.data;
+        ctx->line = cf->conf_file->line;
+
+    } else if (shm_zone->shm.size != fc->zone_size) {
+        word.data = (u_char *) fc->zone_word.data;
+        word.len = fc->zone_word.len;
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "local_zone \"%V\" has size %V in %s:%ui",
+                           &word, &cmd->name, &name, &ctx->size,
+                           ctx->file, ctx->line);
+        return NGX_CONF_ERROR;
     }
 
     *zone = shm_zone;
 
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid value \"%V\" in \"%V\" directive, "
-                       "it must be local_zone=NAME:SIZE",
-                       value, &cmd->name);
-
-    return NGX_CONF_ERROR;
-}
-
-
-void
-ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf)
-{
-    ngx_str_t                              size;
-    ngx_uint_t                             i;
-    ngx_list_part_t                       *part;
-    ngx_shm_zone_t                        *shm_zone;
-    ngx_http_redis_ratelimit_local_ctx_t  *ctx;
-
-    ngx_str_set(&size, NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE);
-
-    part = &cf->cycle->shared_memory.part;
-    shm_zone = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            shm_zone = part->elts;
-            i = 0;
-        }
-
-        if (shm_zone[i].tag != &ngx_http_redis_ratelimit_local_tag
-            || shm_zone[i].shm.size != 0)
-        {
-            continue;
-        }
-
-        ctx = shm_zone[i].data;
-
-        shm_zone[i].shm.size = ngx_parse_size(&size);
-        ctx->size = size;
-    }
 }
 
 

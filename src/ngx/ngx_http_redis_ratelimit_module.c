@@ -28,32 +28,6 @@ static ngx_int_t ngx_http_redis_ratelimit_init_process(ngx_cycle_t *cycle);
 static void ngx_http_redis_ratelimit_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_headers_values[] = {
-    { ngx_string("off"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF },
-    { ngx_string("legacy"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY },
-    { ngx_string("draft"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT },
-    { ngx_string("both"), NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH },
-    { ngx_null_string, 0 }
-};
-
-
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_fail_values[] = {
-    { ngx_string("open"), NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN },
-    { ngx_string("closed"), NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED },
-    { ngx_string("local"), NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL },
-    { ngx_null_string, 0 }
-};
-
-
-static ngx_conf_enum_t  ngx_http_redis_ratelimit_log_levels[] = {
-    { ngx_string("info"), NGX_LOG_INFO },
-    { ngx_string("notice"), NGX_LOG_NOTICE },
-    { ngx_string("warn"), NGX_LOG_WARN },
-    { ngx_string("error"), NGX_LOG_ERR },
-    { ngx_null_string, 0 }
-};
-
-
 static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_server"),
@@ -72,9 +46,9 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_deny_cache"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_deny_cache,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, deny_size),
       NULL },
 
     { ngx_string("redis_ratelimit"),
@@ -86,7 +60,7 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_status,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, status_code),
       NULL },
@@ -100,10 +74,10 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
 
     { ngx_string("redis_ratelimit_headers"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_enum,
+      ngx_http_redis_ratelimit_set_value,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, headers),
-      &ngx_http_redis_ratelimit_headers_values },
+      NULL },
 
     { ngx_string("redis_ratelimit_problem_json"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -117,14 +91,14 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       ngx_http_redis_ratelimit_fail_mode,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, fail),
-      &ngx_http_redis_ratelimit_fail_values },
+      NULL },
 
     { ngx_string("redis_ratelimit_log_level"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_redis_ratelimit_enum,
+      ngx_http_redis_ratelimit_log_level,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, log_level),
-      &ngx_http_redis_ratelimit_log_levels },
+      NULL },
 
     { ngx_string("redis_ratelimit_metrics"),
       NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
@@ -196,18 +170,9 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /*
-     * set by ngx_pcalloc():
-     *
-     *     conf->server = { 0, NULL };
-     *     conf->host = { 0, NULL };
-     *     conf->unix_path = { 0, NULL };
-     *     conf->password = { 0, NULL };
-     *     conf->db = 0;
-     *     conf->deny_zone = NULL;
-     */
+    /* the rest is set by the directives, or stays 0 */
 
-    conf->deny_size = NGX_CONF_UNSET_SIZE;
+    conf->deny_size = NGX_CONF_UNSET_UINT;
 
     if (ngx_array_init(&conf->zones, cf->pool, 4,
                        sizeof(ngx_http_redis_ratelimit_zone_t))
@@ -245,8 +210,6 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
     if (sha1 == NULL) {
         return NGX_CONF_ERROR;
     }
-
-    ngx_http_redis_ratelimit_local_init_conf(cf);
 
     if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -322,7 +285,7 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
 
     ngx_conf_merge_uint_value(conf->headers, prev->headers,
-                              NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY);
+                              RRL_SHOW_LEGACY);
     ngx_conf_merge_value(conf->problem_json, prev->problem_json, 0);
 
     /* the mode and its parameters are one directive: inherited together */

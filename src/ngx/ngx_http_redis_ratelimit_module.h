@@ -19,31 +19,20 @@
 #include "rrl_shown.h"
 
 
-/* $redis_ratelimit_status and the fail modes: the core's */
-#define NGX_HTTP_REDIS_RATELIMIT_PASSED            RRL_STATUS_PASSED
+/* $redis_ratelimit_status, the fail modes, the modes: the core's */
 #define NGX_HTTP_REDIS_RATELIMIT_REJECTED          RRL_STATUS_REJECTED
 #define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  RRL_STATUS_REJECTED_DRY_RUN
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_OPEN       RRL_STATUS_FAILED_OPEN
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_CLOSED     RRL_STATUS_FAILED_CLOSED
-#define NGX_HTTP_REDIS_RATELIMIT_FAILED_LOCAL      RRL_STATUS_FAILED_LOCAL
 
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         RRL_FAIL_OPEN
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       RRL_FAIL_CLOSED
 #define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        RRL_FAIL_LOCAL
 
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_SINGLE       RRL_SERVER_SINGLE
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      RRL_SERVER_CLUSTER
 #define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     RRL_SERVER_SENTINEL
 
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_OFF       0
-/* bits: "both" is legacy and draft */
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_LEGACY    RRL_SHOW_LEGACY
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_DRAFT     RRL_SHOW_DRAFT
-#define NGX_HTTP_REDIS_RATELIMIT_HEADERS_BOTH      3
-
-/* the module's own shared memory zones: no "local_zone=" may take them */
-#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      "redis_ratelimit_metrics"
-#define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         "redis_ratelimit_deny"
+/* the module's own shared memory zones: the core checks "local_zone=" */
+#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      RRL_CONF_METRICS_ZONE
+#define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         RRL_CONF_DENY_ZONE
 
 
 typedef struct {
@@ -113,7 +102,7 @@ typedef struct {
 
     ngx_array_t                  zones;       /* of zone_t */
 
-    size_t                       deny_size;   /* 0: off */
+    ngx_uint_t                   deny_size;   /* 0: off */
     ngx_shm_zone_t              *deny_zone;   /* NULL: off */
 
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
@@ -209,11 +198,11 @@ char *ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_redis_ratelimit_status(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_redis_ratelimit_set_value(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_redis_ratelimit_enum(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_redis_ratelimit_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 /* binds the limits to their zones, defined before or after them */
 ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
@@ -224,6 +213,9 @@ ngx_int_t ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf,
  */
 ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
     ngx_str_t *word);
+/* rrl_conf_init() with nginx's parsers of times and sizes */
+void ngx_http_redis_ratelimit_conf_init(rrl_conf_t *c, int kind,
+    ngx_command_t *cmd);
 /*
  * decision: applies the core's verdict on an outcome (RRL_OUTCOME_*;
  * REPLY: ctx->result, checked first) to the request
@@ -274,11 +266,9 @@ void ngx_http_redis_ratelimit_call_detach(
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
-/* "local_zone=NAME:SIZE", or the default zone when value is NULL */
+/* the zone of "local_zone=NAME:SIZE", or the default one, checked in fc */
 char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
-    ngx_str_t *value, ngx_shm_zone_t **zone);
-/* gives the zones used without a size the default one */
-void ngx_http_redis_ratelimit_local_init_conf(ngx_conf_t *cf);
+    rrl_fail_conf_t *fc, ngx_shm_zone_t **zone);
 
 /*
  * Decides every limit of the request in the location's local zone, all or
@@ -298,8 +288,6 @@ ngx_uint_t ngx_http_redis_ratelimit_local_capacity(
 
 /* deny cache: rejections learned from Redis, answered without it */
 
-char *ngx_http_redis_ratelimit_deny_cache(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 /* the zone, unless "off" or no zone is defined */
 ngx_int_t ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
