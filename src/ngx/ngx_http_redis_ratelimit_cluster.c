@@ -30,13 +30,11 @@ typedef struct {
 
 
 static ngx_http_redis_ratelimit_node_t *
-    ngx_http_redis_ratelimit_cluster_target(void);
+    ngx_http_redis_ratelimit_cluster_target(rrl_refresher_t *refresher,
+    ngx_http_redis_ratelimit_node_t *asked);
 static ngx_int_t ngx_http_redis_ratelimit_cluster_answer(
     ngx_http_redis_ratelimit_node_t *node, rrl_value_t *value,
     ngx_pool_t *pool, char *why);
-static ngx_int_t ngx_http_redis_ratelimit_cluster_apply(
-    rrl_slot_range_t *ranges, size_t n, ngx_http_redis_ratelimit_node_t *asked,
-    ngx_pool_t *pool);
 
 
 static ngx_http_redis_ratelimit_cluster_t  ngx_http_redis_ratelimit_cluster;
@@ -132,15 +130,15 @@ ngx_http_redis_ratelimit_cluster_refresh(void)
 /* a primary in use, the one after the last asked; else a seed */
 
 static ngx_http_redis_ratelimit_node_t *
-ngx_http_redis_ratelimit_cluster_target(void)
+ngx_http_redis_ratelimit_cluster_target(rrl_refresher_t *refresher,
+    ngx_http_redis_ratelimit_node_t *asked)
 {
     ngx_queue_t                         *q, *start;
     ngx_http_redis_ratelimit_addr_t     *addr;
-    ngx_http_redis_ratelimit_node_t     *node, *asked;
+    ngx_http_redis_ratelimit_node_t     *node;
     ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     /* round the nodes from the one after the last asked, to it */
-    asked = ngx_http_redis_ratelimit_topology_asked();
     start = asked ? &asked->queue : ngx_queue_sentinel(cl->nodes);
     q = start;
 
@@ -160,8 +158,7 @@ ngx_http_redis_ratelimit_cluster_target(void)
     } while (q != start);
 
     addr = cl->conf->addrs.elts;
-    addr = &addr[ngx_http_redis_ratelimit_topology_target(
-                                                 cl->conf->addrs.nelts, 1)];
+    addr = &addr[rrl_refresher_target(refresher, cl->conf->addrs.nelts, 1)];
 
     node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
                                              addr->host, addr->port,
@@ -176,12 +173,21 @@ ngx_http_redis_ratelimit_cluster_target(void)
 }
 
 
+/*
+ * The new map from CLUSTER SLOTS: each slot's primary; primaries new to it
+ * are connected, nodes out of it are closed once idle.
+ */
+
 static ngx_int_t
-ngx_http_redis_ratelimit_cluster_answer(ngx_http_redis_ratelimit_node_t *node,
+ngx_http_redis_ratelimit_cluster_answer(ngx_http_redis_ratelimit_node_t *asked,
     rrl_value_t *value, ngx_pool_t *pool, char *why)
 {
-    size_t             n, max;
-    rrl_slot_range_t  *ranges;
+    size_t                               i, n, max, covered, primaries;
+    u_char                              *host;
+    ngx_queue_t                         *q;
+    rrl_slot_range_t                    *ranges;
+    ngx_http_redis_ratelimit_node_t     *node, **nodes;
+    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     max = value ? ngx_min(value->nelements, RRL_CLUSTER_SLOTS) : 0;
 
@@ -192,25 +198,6 @@ ngx_http_redis_ratelimit_cluster_answer(ngx_http_redis_ratelimit_node_t *node,
     {
         return NGX_ERROR;
     }
-
-    return ngx_http_redis_ratelimit_cluster_apply(ranges, n, node, pool);
-}
-
-
-/*
- * The new map: each slot's primary; primaries new to it are connected,
- * nodes out of it are closed once idle.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
-    ngx_http_redis_ratelimit_node_t *asked, ngx_pool_t *pool)
-{
-    size_t                               i, covered, primaries;
-    u_char                              *host;
-    ngx_queue_t                         *q;
-    ngx_http_redis_ratelimit_node_t     *node, **nodes;
-    ngx_http_redis_ratelimit_cluster_t  *cl = &ngx_http_redis_ratelimit_cluster;
 
     nodes = ngx_palloc(pool, (n ? n : 1) * sizeof(void *));
     if (nodes == NULL) {
@@ -262,10 +249,8 @@ ngx_http_redis_ratelimit_cluster_apply(rrl_slot_range_t *ranges, size_t n,
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
         node->mapped = rrl_slot_map_serves(cl->map, node);
 
-        if (node->role == NGX_HTTP_REDIS_RATELIMIT_DATA) {
-            /* out of it: no more a primary (failed over, removed), a seed */
-            ngx_http_redis_ratelimit_node_use(node, node->mapped);
-        }
+        /* out of it: no more a primary (failed over, removed), or a seed */
+        ngx_http_redis_ratelimit_node_use(node, node->mapped);
     }
 
     ngx_log_error(NGX_LOG_INFO, cl->log, 0,

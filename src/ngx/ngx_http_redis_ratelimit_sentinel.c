@@ -31,7 +31,8 @@ typedef struct {
 
 
 static ngx_http_redis_ratelimit_node_t *
-    ngx_http_redis_ratelimit_sentinel_target(void);
+    ngx_http_redis_ratelimit_sentinel_target(rrl_refresher_t *refresher,
+    ngx_http_redis_ratelimit_node_t *asked);
 static ngx_int_t ngx_http_redis_ratelimit_sentinel_answer(
     ngx_http_redis_ratelimit_node_t *sentinel, rrl_value_t *value,
     ngx_pool_t *pool, char *why);
@@ -112,7 +113,8 @@ ngx_http_redis_ratelimit_sentinel_ask(void)
  */
 
 static ngx_http_redis_ratelimit_node_t *
-ngx_http_redis_ratelimit_sentinel_target(void)
+ngx_http_redis_ratelimit_sentinel_target(rrl_refresher_t *refresher,
+    ngx_http_redis_ratelimit_node_t *asked)
 {
     ngx_array_t                      *addrs;
     ngx_http_redis_ratelimit_addr_t  *addr;
@@ -120,7 +122,7 @@ ngx_http_redis_ratelimit_sentinel_target(void)
 
     addrs = &ngx_http_redis_ratelimit_sentinel.conf->addrs;
     addr = addrs->elts;
-    addr = &addr[ngx_http_redis_ratelimit_topology_target(addrs->nelts, 0)];
+    addr = &addr[rrl_refresher_target(refresher, addrs->nelts, 0)];
 
     node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_SENTINEL,
                                              addr->host, addr->port,

@@ -76,21 +76,6 @@ ngx_http_redis_ratelimit_topology_exit(void)
 }
 
 
-size_t
-ngx_http_redis_ratelimit_topology_target(size_t n, ngx_uint_t take)
-{
-    return rrl_refresher_target(&ngx_http_redis_ratelimit_topology.refresher,
-                                n, (int) take);
-}
-
-
-ngx_http_redis_ratelimit_node_t *
-ngx_http_redis_ratelimit_topology_asked(void)
-{
-    return ngx_http_redis_ratelimit_topology.asked;
-}
-
-
 static int
 ngx_http_redis_ratelimit_topology_send(void *data, uint64_t generation)
 {
@@ -98,7 +83,7 @@ ngx_http_redis_ratelimit_topology_send(void *data, uint64_t generation)
 
     ngx_http_redis_ratelimit_node_t  *node;
 
-    node = t->question.target();
+    node = t->question.target(&t->refresher, t->asked);
 
     if (node == NULL
         || ngx_http_redis_ratelimit_command_argv(node,

@@ -18,9 +18,13 @@
 #include "rrl_topology_answer.h"
 
 
-/* the node to ask, connected or connecting; NULL: none */
+/*
+ * The node to ask, connected or connecting (NULL: none), after the one
+ * asked last (NULL: none yet); seeds or sentinels are taken in turn with
+ * rrl_refresher_target(refresher).
+ */
 typedef ngx_http_redis_ratelimit_node_t *(*ngx_http_redis_ratelimit_target_pt)(
-    void);
+    rrl_refresher_t *refresher, ngx_http_redis_ratelimit_node_t *asked);
 
 /*
  * An answer of node (value NULL: no reply came), in pool: NGX_OK if it
@@ -48,11 +52,6 @@ void ngx_http_redis_ratelimit_topology_init(ngx_log_t *log,
 /* the question is wanted: asked now, or as soon as the refresher lets */
 void ngx_http_redis_ratelimit_topology_want(void);
 void ngx_http_redis_ratelimit_topology_exit(void);
-/* the seed or sentinel of n to ask; take: the next one after it is next */
-size_t ngx_http_redis_ratelimit_topology_target(size_t n, ngx_uint_t take);
-/* the node asked last; NULL: none yet */
-ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_topology_asked(
-    void);
 
 
 #endif /* _NGX_HTTP_REDIS_RATELIMIT_TOPOLOGY_H_INCLUDED_ */
