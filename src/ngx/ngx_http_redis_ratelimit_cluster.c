@@ -16,16 +16,10 @@
 #include "rrl_slot_map.h"
 
 
-/* refreshes at most this often: a burst of MOVED replies asks once */
-#define NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN    100
-#define NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY  500
-
-
 typedef struct {
     rrl_slot_map_t              *map;         /* each slot's primary */
     ngx_queue_t                 *nodes;       /* the link's */
     ngx_http_redis_ratelimit_main_conf_t  *conf;
-    ngx_log_t                   *log;
 } ngx_http_redis_ratelimit_cluster_t;
 
 
@@ -58,15 +52,11 @@ ngx_http_redis_ratelimit_cluster_init(ngx_cycle_t *cycle,
 
     cl->nodes = nodes;
     cl->conf = rmcf;
-    cl->log = cycle->log;
 
     /* two failures in a row are retried quickly, then slower */
-    conf.min_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_MIN;
-    conf.retry_ms = NGX_HTTP_REDIS_RATELIMIT_REFRESH_RETRY;
     conf.quick = 2;
-    conf.timeout_ms = rmcf->connect_timeout + rmcf->timeout;
 
-    ngx_http_redis_ratelimit_topology_init(cycle->log, &conf, &question);
+    ngx_http_redis_ratelimit_topology_init(cycle->log, rmcf, &conf, &question);
 
     cl->map = rrl_slot_map_create();
     if (cl->map == NULL) {
@@ -213,7 +203,7 @@ ngx_http_redis_ratelimit_cluster_answer(ngx_http_redis_ratelimit_node_t *asked,
         if (host == NULL
             || !ngx_http_redis_ratelimit_numeric((char *) host))
         {
-            ngx_http_redis_ratelimit_log_failure(cl->log,
+            ngx_http_redis_ratelimit_log_failure(asked->log,
                                      "redis_ratelimit: CLUSTER SLOTS on %V "
                                      "names a primary by \"%s\", not by a "
                                      "numeric address: slots %ud-%ud are "
@@ -253,7 +243,7 @@ ngx_http_redis_ratelimit_cluster_answer(ngx_http_redis_ratelimit_node_t *asked,
         ngx_http_redis_ratelimit_node_use(node, node->mapped);
     }
 
-    ngx_log_error(NGX_LOG_INFO, cl->log, 0,
+    ngx_log_error(NGX_LOG_INFO, asked->log, 0,
                   "redis_ratelimit: cluster slot map from %V: %uz of %d "
                   "slots on %uz primaries", &asked->name, covered,
                   RRL_CLUSTER_SLOTS, primaries);

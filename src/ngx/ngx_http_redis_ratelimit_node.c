@@ -87,11 +87,9 @@ ngx_http_redis_ratelimit_node_exit(void)
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-        node->reconnect = 0;
 
-        if (node->reconnect_timer.timer_set) {
-            ngx_del_timer(&node->reconnect_timer);
-        }
+        /* no reconnect; not closed as idle while exiting: freed here */
+        ngx_http_redis_ratelimit_node_use(node, 0);
 
         if (node->ac) {
             /* fails pending callbacks, then the cleanup hook: no retry */

@@ -18,10 +18,7 @@
 #include "rrl_primary.h"
 
 
-/* asks at most this often while the answer does not help */
-#define NGX_HTTP_REDIS_RATELIMIT_ASK_MIN    100
-#define NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY  500
-#define NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY  1000
+#define NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY  1000   /* ms */
 
 
 typedef struct {
@@ -63,14 +60,11 @@ ngx_http_redis_ratelimit_sentinel_init(ngx_cycle_t *cycle,
     ngx_memzero(&conf, sizeof(rrl_refresher_conf_t));
 
     /* each sentinel once quickly, then slower; the next after a failure */
-    conf.min_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_MIN;
-    conf.retry_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY;
     conf.quick = rmcf->addrs.nelts;
     conf.poll_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_EVERY;
-    conf.timeout_ms = rmcf->connect_timeout + rmcf->timeout;
     conf.rotate = 1;
 
-    ngx_http_redis_ratelimit_topology_init(cycle->log, &conf, &question);
+    ngx_http_redis_ratelimit_topology_init(cycle->log, rmcf, &conf, &question);
 
     st->conf = rmcf;
 

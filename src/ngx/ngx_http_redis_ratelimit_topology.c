@@ -13,6 +13,11 @@
 #include "ngx_http_redis_ratelimit_topology.h"
 
 
+/* asks at most this often: a burst of MOVED replies or losses asks once */
+#define NGX_HTTP_REDIS_RATELIMIT_ASK_MIN    100
+#define NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY  500
+
+
 typedef struct {
     ngx_event_t                          timer;      /* the refresher's */
     rrl_refresher_t                      refresher;  /* when to ask, whom */
@@ -34,7 +39,8 @@ static ngx_http_redis_ratelimit_topology_t  ngx_http_redis_ratelimit_topology;
 
 void
 ngx_http_redis_ratelimit_topology_init(ngx_log_t *log,
-    rrl_refresher_conf_t *conf, ngx_http_redis_ratelimit_question_t *q)
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, rrl_refresher_conf_t *conf,
+    ngx_http_redis_ratelimit_question_t *q)
 {
     ngx_http_redis_ratelimit_topology_t  *t;
 
@@ -49,6 +55,9 @@ ngx_http_redis_ratelimit_topology_init(ngx_log_t *log,
     t->timer.log = log;
     t->timer.cancelable = 1;
 
+    conf->min_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_MIN;
+    conf->retry_ms = NGX_HTTP_REDIS_RATELIMIT_ASK_RETRY;
+    conf->timeout_ms = rmcf->connect_timeout + rmcf->timeout;
     conf->send = ngx_http_redis_ratelimit_topology_send;
     conf->timer = ngx_http_redis_ratelimit_topology_timer;
     conf->data = t;

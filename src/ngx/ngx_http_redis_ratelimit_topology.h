@@ -46,9 +46,10 @@ typedef struct {
 } ngx_http_redis_ratelimit_question_t;
 
 
-/* conf: when to ask (its send, timer and data are set here) */
+/* conf: the mode's quick, poll_ms and rotate; the rest is set here */
 void ngx_http_redis_ratelimit_topology_init(ngx_log_t *log,
-    rrl_refresher_conf_t *conf, ngx_http_redis_ratelimit_question_t *q);
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, rrl_refresher_conf_t *conf,
+    ngx_http_redis_ratelimit_question_t *q);
 /* the question is wanted: asked now, or as soon as the refresher lets */
 void ngx_http_redis_ratelimit_topology_want(void);
 void ngx_http_redis_ratelimit_topology_exit(void);
