@@ -70,7 +70,7 @@ TEST(NodeUse, StuckWhenOpenOwingRepliesAndSilentForATimeout) {
     rrl_node_use_t u = busy();
     EXPECT_EQ(rrl_node_stuck(&u, 1, 1000, 1000), 1);
     EXPECT_EQ(rrl_node_stuck(&u, 1, 5000, 1000), 1);
-    EXPECT_EQ(rrl_node_stuck(&u, 1, 999, 1000), 0);  // read lately
+    EXPECT_EQ(rrl_node_stuck(&u, 1, 999, 1000), 0);   // read lately
     EXPECT_EQ(rrl_node_stuck(&u, 0, 5000, 1000), 0);  // circuit not open
 
     rrl_node_use_t v;
