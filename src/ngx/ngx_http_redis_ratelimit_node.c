@@ -13,6 +13,7 @@
 #include "ngx_http_redis_ratelimit_node.h"
 #include "rrl_backoff.h"
 #include "rrl_handshake.h"
+#include "rrl_node_use.h"
 
 
 /* a worker's nodes at most; the room of each for any address's names */
@@ -41,6 +42,8 @@ static void ngx_http_redis_ratelimit_on_connect(const redisAsyncContext *ac,
 static void ngx_http_redis_ratelimit_closed(
     ngx_http_redis_ratelimit_node_t *node, const char *reason);
 static void ngx_http_redis_ratelimit_timer_handler(ngx_event_t *ev);
+static void ngx_http_redis_ratelimit_node_state(
+    ngx_http_redis_ratelimit_node_t *node, rrl_node_use_t *u);
 
 
 static ngx_http_redis_ratelimit_nodes_t  ngx_http_redis_ratelimit_nodes;
@@ -84,11 +87,9 @@ ngx_http_redis_ratelimit_node_exit(void)
          q = ngx_queue_next(q))
     {
         node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-        node->reconnect = 0;
 
-        if (node->reconnect_timer.timer_set) {
-            ngx_del_timer(&node->reconnect_timer);
-        }
+        /* no reconnect; not closed as idle while exiting: freed here */
+        ngx_http_redis_ratelimit_node_use(node, 0);
 
         if (node->ac) {
             /* fails pending callbacks, then the cleanup hook: no retry */
@@ -99,12 +100,10 @@ ngx_http_redis_ratelimit_node_exit(void)
 
 
 /*
- * The node of an address, made on first use. hiredis may call back into a
- * node until its context is freed, and others keep pointers to nodes, so a
- * node is never freed before the worker exits; a new address takes over a
- * node out of use instead (no context, no timer, no call, in no map), and
- * the worker keeps at most NGX_HTTP_REDIS_RATELIMIT_MAX_NODES: a cluster or
- * a Sentinel naming ever new addresses does not grow it without bound.
+ * The node of an address, made on first use, or taking over a node out of
+ * use (rrl_node_free()): nodes are never freed while the worker runs, and
+ * it keeps at most NGX_HTTP_REDIS_RATELIMIT_MAX_NODES: a cluster or a
+ * Sentinel naming ever new addresses does not grow it without bound.
  */
 
 ngx_http_redis_ratelimit_node_t *
@@ -114,6 +113,7 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
     u_char                            *p, *addr;
     size_t                             len;
     ngx_queue_t                       *q;
+    rrl_node_use_t                     u;
     ngx_http_redis_ratelimit_node_t   *node, *unused;
     ngx_http_redis_ratelimit_nodes_t  *ns = &ngx_http_redis_ratelimit_nodes;
 
@@ -144,14 +144,9 @@ ngx_http_redis_ratelimit_node_get(ngx_uint_t role, u_char *host,
             return node;
         }
 
-        /* one nothing uses or points to: a primary is in use, or mapped */
+        ngx_http_redis_ratelimit_node_state(node, &u);
 
-        if (unused == NULL && node->role == NGX_HTTP_REDIS_RATELIMIT_DATA
-            && node->ac == NULL && !node->reconnect && !node->mapped
-            && node->in_flight == 0 && node->batches == 0
-            && !node->connect_timer.timer_set
-            && !node->reconnect_timer.timer_set)
-        {
+        if (unused == NULL && rrl_node_free(&u)) {
             unused = node;
         }
     }
@@ -246,10 +241,11 @@ ngx_http_redis_ratelimit_node_use(ngx_http_redis_ratelimit_node_t *node,
 void
 ngx_http_redis_ratelimit_node_idle(ngx_http_redis_ratelimit_node_t *node)
 {
-    if (!node->reconnect && node->used && node->in_flight == 0
-        && node->ac != NULL && !node->dropping
-        && !ngx_http_redis_ratelimit_nodes.exiting)
-    {
+    rrl_node_use_t  u;
+
+    ngx_http_redis_ratelimit_node_state(node, &u);
+
+    if (rrl_node_idle(&u)) {
         ngx_log_error(NGX_LOG_INFO, node->log, 0,
                       "redis_ratelimit: %V is no more in use, closing",
                       &node->name);
@@ -418,11 +414,17 @@ static void
 ngx_http_redis_ratelimit_closed(ngx_http_redis_ratelimit_node_t *node,
     const char *reason)
 {
-    ngx_uint_t  dropped;
+    int             what;
+    rrl_node_use_t  u;
 
-    dropped = (node->dropping && !node->reconnect);
+    if (node->connect_timer.timer_set) {
+        ngx_del_timer(&node->connect_timer);
+    }
 
-    if (reason && !ngx_http_redis_ratelimit_nodes.exiting && !dropped) {
+    ngx_http_redis_ratelimit_node_state(node, &u);
+    what = rrl_node_closed(&u);
+
+    if (reason && (what & RRL_NODE_LOST)) {
         ngx_http_redis_ratelimit_log_failure(node->log,
                                      "redis_ratelimit: connection to %V "
                                      "%s: %s", &node->name,
@@ -433,24 +435,16 @@ ngx_http_redis_ratelimit_closed(ngx_http_redis_ratelimit_node_t *node,
     node->connected = 0;
     node->dropping = 0;
 
-    if (node->connect_timer.timer_set) {
-        ngx_del_timer(&node->connect_timer);
-    }
-
-    if (ngx_http_redis_ratelimit_nodes.exiting || dropped) {
-        return;
-    }
-
-    if (node->reconnect && !ngx_exiting && !ngx_terminate && !ngx_quit
-        && !node->reconnect_timer.timer_set)
-    {
+    if (what & RRL_NODE_RETRY) {
         /* jitter: a fleet's workers do not reconnect in step */
         ngx_add_timer(&node->reconnect_timer,
                       (ngx_msec_t) rrl_backoff_next(&node->backoff,
                                                     (uint64_t) ngx_random()));
     }
 
-    ngx_http_redis_ratelimit_nodes.lost(node);
+    if (what & RRL_NODE_LOST) {
+        ngx_http_redis_ratelimit_nodes.lost(node);
+    }
 }
 
 
@@ -505,6 +499,7 @@ void
 ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
     ngx_uint_t ok)
 {
+    rrl_node_use_t                         u;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     rmcf = ngx_http_redis_ratelimit_nodes.conf;
@@ -529,17 +524,39 @@ ngx_http_redis_ratelimit_circuit_outcome(ngx_http_redis_ratelimit_node_t *node,
                       node->breaker.failures, &node->name, rmcf->cooldown);
     }
 
-    if (node->breaker.state == RRL_BREAKER_OPEN
-        && node->ac && !node->dropping && node->in_flight
-        && ngx_current_msec - node->last_read >= rmcf->timeout)
+    ngx_http_redis_ratelimit_node_state(node, &u);
+
+    if (rrl_node_stuck(&u, node->breaker.state == RRL_BREAKER_OPEN,
+                       (ngx_msec_t) (ngx_current_msec - node->last_read),
+                       rmcf->timeout))
     {
         /*
-         * replies are owed and nothing was read for a whole timeout: the
-         * connection is stuck (a blackholed server); start afresh, which
-         * also frees what hiredis holds for the calls (their failures come
-         * back here while the context is being freed)
+         * a blackholed server: start afresh, which also frees what hiredis
+         * holds for the calls (their failures come back here while the
+         * context is being freed)
          */
         node->dropping = 1;
         redisAsyncFree(node->ac);
     }
+}
+
+
+/* what the core's rules of a node's use (rrl_node_use.h) look at */
+
+static void
+ngx_http_redis_ratelimit_node_state(ngx_http_redis_ratelimit_node_t *node,
+    rrl_node_use_t *u)
+{
+    u->data = (node->role == NGX_HTTP_REDIS_RATELIMIT_DATA);
+    u->context = (node->ac != NULL);
+    u->timer = (node->connect_timer.timer_set
+                || node->reconnect_timer.timer_set);
+    u->reconnect = node->reconnect;
+    u->used = node->used;
+    u->mapped = node->mapped;
+    u->dropping = node->dropping;
+    u->exiting = ngx_http_redis_ratelimit_nodes.exiting;
+    u->quitting = (ngx_exiting || ngx_terminate || ngx_quit);
+    u->in_flight = node->in_flight;
+    u->batches = node->batches;
 }
