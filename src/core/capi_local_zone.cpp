@@ -31,3 +31,12 @@ int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
                    : RRL_ERROR;
     });
 }
+
+size_t rrl_local_zone_decide(const rrl_local_limit_t* limits, size_t n,
+                             uint64_t share, int64_t now_us,
+                             rrl_local_entry_t* next,
+                             int64_t* values) noexcept {
+    return guarded("rrl_local_zone_decide", size_t{0}, [&] {
+        return rrl::local_zone_decide(limits, n, share, now_us, next, values);
+    });
+}

@@ -44,6 +44,27 @@ int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
     const rrl_local_entry_t *entry, rrl_local_entry_t *next,
     int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
 
+/* A limit of a request (burst as rrl_burst() gives it) and its key's entry. */
+typedef struct {
+    int                       algorithm;
+    uint64_t                  limit;
+    uint64_t                  period_ms;
+    uint64_t                  burst;
+    uint64_t                  cost;
+    const rrl_local_entry_t  *entry;   /* NULL: none */
+} rrl_local_limit_t;
+
+/*
+ * Decides a request of n limits at now_us, all or nothing: values is the
+ * reply the script would send (passed when every limit passes, now_us,
+ * then each limit's part), next[i] what limit i's key keeps if it passed;
+ * nothing is kept otherwise. Returns the number of values, 0 on failure
+ * (a limit rrl_local_check() refuses).
+ */
+size_t rrl_local_zone_decide(const rrl_local_limit_t *limits, size_t n,
+    uint64_t share, int64_t now_us, rrl_local_entry_t *next,
+    int64_t *values) RRL_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

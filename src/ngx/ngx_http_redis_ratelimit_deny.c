@@ -137,22 +137,14 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
             || !ngx_http_redis_ratelimit_deny_limit(rmcf, ctx, i, &key,
                                                     &limit)
             || !rrl_deny_learn(ctx->sent, now, &limit,
-                               &ctx->limit_results[i], &entry)
-            || key.len > 0xffff)
+                               &ctx->limit_results[i], &entry))
         {
             continue;
         }
 
         ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
-        sn = ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key);
-
-        if (sn) {
-            ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
-
-        } else {
-            sn = ngx_http_redis_ratelimit_shm_alloc(&dctx->shm, &key, now);
-        }
+        sn = ngx_http_redis_ratelimit_shm_get(&dctx->shm, &key, now, 1);
 
         /* the latest rejection: every one ends no later than Redis's */
         if (sn) {

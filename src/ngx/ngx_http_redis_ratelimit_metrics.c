@@ -34,21 +34,13 @@ typedef struct {
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
 
-/* the gauges of one worker process */
-typedef struct {
-    ngx_atomic_t                 parked;
-    ngx_atomic_t                 connections;
-    ngx_atomic_t                 circuits[RRL_METRICS_CIRCUIT_STATES];
-} ngx_http_redis_ratelimit_metrics_slot_t;
-
-
 typedef struct {
     ngx_queue_t                  zones;
     ngx_uint_t                   generation;
     ngx_atomic_t                 errors[RRL_METRICS_ERR_KINDS];
     ngx_atomic_t                 rtt_buckets[RRL_METRICS_BUCKETS];
     ngx_atomic_t                 rtt_sum_us;
-    ngx_http_redis_ratelimit_metrics_slot_t  slots[NGX_MAX_PROCESSES];
+    rrl_metrics_gauges_t         slots[NGX_MAX_PROCESSES];  /* by worker */
 } ngx_http_redis_ratelimit_metrics_shctx_t;
 
 
@@ -56,6 +48,7 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_handler(
     ngx_http_request_t *r);
 static ngx_http_redis_ratelimit_metrics_shctx_t *
     ngx_http_redis_ratelimit_metrics_sh(void);
+static rrl_metrics_gauges_t *ngx_http_redis_ratelimit_metrics_slot(void);
 static void ngx_http_redis_ratelimit_metrics_publish(void);
 static void ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
@@ -143,27 +136,15 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 
         m.rtt_sum_us = sh->rtt_sum_us;
 
-        for (i = 0; i < NGX_MAX_PROCESSES; i++) {
-            m.parked += sh->slots[i].parked;
-            m.connections += sh->slots[i].connections;
-
-            for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
-                m.circuits[k] += sh->slots[i].circuits[k];
-            }
-        }
+        rrl_metrics_gauges_add(&m, sh->slots, NGX_MAX_PROCESSES);
     }
 
     len = rrl_metrics_format(&m, NULL, 0);
-    if (len == 0) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
     b = ngx_create_temp_buf(r->pool, len);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
 
-    if (rrl_metrics_format(&m, (char *) b->pos, len) != len) {
+    if (len == 0 || b == NULL
+        || rrl_metrics_format(&m, (char *) b->pos, len) != len)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -285,30 +266,38 @@ ngx_http_redis_ratelimit_metrics_gauges(
 static void
 ngx_http_redis_ratelimit_metrics_publish(void)
 {
-    ngx_uint_t                                 k;
-    rrl_metrics_t                              m;
-    ngx_http_redis_ratelimit_metrics_slot_t   *slot;
-    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+    rrl_metrics_t          m;
+    rrl_metrics_gauges_t  *slot;
 
-    sh = ngx_http_redis_ratelimit_metrics_sh();
+    slot = ngx_http_redis_ratelimit_metrics_slot();
 
-    if (sh == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL
-        || ngx_process_slot < 0 || ngx_process_slot >= NGX_MAX_PROCESSES)
-    {
+    if (slot == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL) {
         return;
     }
 
     ngx_memzero(&m, sizeof(rrl_metrics_t));
     ngx_http_redis_ratelimit_metrics_fill(&m);
 
-    slot = &sh->slots[ngx_process_slot];
+    rrl_metrics_gauges_save(&m, slot);
+}
 
-    slot->parked = m.parked;
-    slot->connections = m.connections;
 
-    for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
-        slot->circuits[k] = m.circuits[k];
+/* this worker's slot of gauges, if there is a zone */
+
+static rrl_metrics_gauges_t *
+ngx_http_redis_ratelimit_metrics_slot(void)
+{
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh == NULL || ngx_process_slot < 0
+        || ngx_process_slot >= NGX_MAX_PROCESSES)
+    {
+        return NULL;
     }
+
+    return &sh->slots[ngx_process_slot];
 }
 
 
@@ -350,20 +339,18 @@ ngx_http_redis_ratelimit_metrics_init_process(ngx_cycle_t *cycle)
 void
 ngx_http_redis_ratelimit_metrics_exit_process(void)
 {
-    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+    rrl_metrics_gauges_t  *slot;
 
     if (ngx_http_redis_ratelimit_metrics_timer.timer_set) {
         ngx_del_timer(&ngx_http_redis_ratelimit_metrics_timer);
     }
 
-    sh = ngx_http_redis_ratelimit_metrics_sh();
+    slot = ngx_http_redis_ratelimit_metrics_slot();
 
-    if (sh && ngx_process_slot >= 0 && ngx_process_slot < NGX_MAX_PROCESSES
-        && (ngx_process == NGX_PROCESS_WORKER
-            || ngx_process == NGX_PROCESS_SINGLE))
+    if (slot && (ngx_process == NGX_PROCESS_WORKER
+                 || ngx_process == NGX_PROCESS_SINGLE))
     {
-        ngx_memzero((void *) &sh->slots[ngx_process_slot],
-                    sizeof(ngx_http_redis_ratelimit_metrics_slot_t));
+        ngx_memzero(slot, sizeof(rrl_metrics_gauges_t));
     }
 }
 

@@ -61,6 +61,10 @@ ngx_http_redis_ratelimit_shm_alloc(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_rbtree_node_t                    *node;
     ngx_http_redis_ratelimit_shm_node_t  *sn;
 
+    if (key->len > 0xffff) {
+        return NULL;
+    }
+
     size = offsetof(ngx_rbtree_node_t, color)
            + offsetof(ngx_http_redis_ratelimit_shm_node_t, entry)
            + shm->size + key->len;
@@ -95,6 +99,23 @@ ngx_http_redis_ratelimit_shm_alloc(ngx_http_redis_ratelimit_shm_t *shm,
 }
 
 
+ngx_http_redis_ratelimit_shm_node_t *
+ngx_http_redis_ratelimit_shm_get(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_str_t *key, int64_t now, ngx_uint_t create)
+{
+    ngx_http_redis_ratelimit_shm_node_t  *sn;
+
+    sn = ngx_http_redis_ratelimit_shm_lookup(shm, key);
+
+    if (sn) {
+        ngx_http_redis_ratelimit_shm_touch(shm, sn);
+        return sn;
+    }
+
+    return create ? ngx_http_redis_ratelimit_shm_alloc(shm, key, now) : NULL;
+}
+
+
 void
 ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_http_redis_ratelimit_shm_node_t *sn)
@@ -107,6 +128,28 @@ ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_queue_remove(&sn->queue);
     ngx_rbtree_delete(&shm->sh->rbtree, node);
     ngx_slab_free_locked(shm->shpool, node);
+}
+
+
+void
+ngx_http_redis_ratelimit_shm_release(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_http_redis_ratelimit_shm_node_t **nodes, ngx_uint_t n,
+    ngx_uint_t undo)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (nodes[i] == NULL) {
+            continue;
+        }
+
+        if (undo && nodes[i]->busy == NGX_HTTP_REDIS_RATELIMIT_SHM_NEW) {
+            ngx_http_redis_ratelimit_shm_free(shm, nodes[i]);
+            continue;
+        }
+
+        nodes[i]->busy = 0;
+    }
 }
 
 

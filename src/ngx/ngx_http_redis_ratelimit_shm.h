@@ -42,6 +42,11 @@ typedef struct {
 } ngx_http_redis_ratelimit_shm_node_t;
 
 
+/* a node's "busy": in use by the request being decided, under the lock */
+#define NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND  1
+#define NGX_HTTP_REDIS_RATELIMIT_SHM_NEW    2
+
+
 #define ngx_http_redis_ratelimit_shm_lock(shm)                               \
     ngx_shmtx_lock(&(shm)->shpool->mutex)
 #define ngx_http_redis_ratelimit_shm_unlock(shm)                             \
@@ -58,11 +63,18 @@ ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_lookup(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key);
-/* a new entry, zeroed, the most recent (key->len <= 0xffff); NULL: full */
+/* a new entry, zeroed, the most recent; NULL: full, or key over 0xffff */
 ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_alloc(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key, int64_t now);
+/* the key's entry, made the most recent; with create, a new one if none */
+ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_get(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key, int64_t now,
+    ngx_uint_t create);
 void ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_http_redis_ratelimit_shm_node_t *node);
-
+/* ends the busy state of n nodes (NULL: none); undo: frees the _NEW ones */
+void ngx_http_redis_ratelimit_shm_release(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_http_redis_ratelimit_shm_node_t **nodes, ngx_uint_t n,
+    ngx_uint_t undo);
 
 #endif /* _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_ */
