@@ -18,6 +18,7 @@
 #include <hiredis/hiredis.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_metrics_count.h"
 
 
@@ -25,17 +26,15 @@
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH  1000
 
 
+/* the entry of a zone of limits in the table of zones, by its name */
 typedef struct {
-    ngx_queue_t                  queue;
     ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
     ngx_uint_t                   generation;  /* of the last config */
-    size_t                       len;
-    u_char                       name[1];
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
 
 typedef struct {
-    ngx_queue_t                  zones;
+    ngx_http_redis_ratelimit_shm_sh_t  *zones;
     ngx_uint_t                   generation;
     ngx_atomic_t                 errors[RRL_METRICS_ERR_KINDS];
     ngx_atomic_t                 rtt_buckets[RRL_METRICS_BUCKETS];
@@ -396,48 +395,45 @@ ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
 /*
  * Run by the master, before the workers start: the counters of each zone of
  * limits, found by name in the shared memory (a reload keeps them), or new.
- * Entries are never freed: old workers may still count into them.
+ * Entries are never dropped: old workers may still count into them.
  */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     void *data)
 {
-    size_t                                     len;
-    ngx_uint_t                                 i, j, previous;
-    ngx_queue_t                               *q;
-    ngx_slab_pool_t                           *shpool;
+    ngx_uint_t                                 i, previous;
+    ngx_http_redis_ratelimit_shm_t             table;
     ngx_http_redis_ratelimit_zone_t           *zones;
+    ngx_http_redis_ratelimit_shm_node_t       *sn;
     ngx_http_redis_ratelimit_main_conf_t      *rmcf;
     ngx_http_redis_ratelimit_metrics_zone_t   *entry;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
     rmcf = shm_zone->data;
-    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    table.shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    table.size = sizeof(ngx_http_redis_ratelimit_metrics_zone_t);
+    table.end = 0;
+    table.what = "metrics zone";
 
     if (data || shm_zone->shm.exists) {
-        sh = shpool->data;
+        sh = table.shpool->data;
+        table.sh = sh->zones;
 
     } else {
-        sh = ngx_slab_calloc(shpool,
+        sh = ngx_slab_calloc(table.shpool,
                              sizeof(ngx_http_redis_ratelimit_metrics_shctx_t));
-        if (sh == NULL) {
+        if (sh == NULL
+            || ngx_http_redis_ratelimit_shm_create(&table, table.shpool,
+                                                   &shm_zone->shm.name)
+               != NGX_OK)
+        {
             return NGX_ERROR;
         }
 
-        ngx_queue_init(&sh->zones);
-        shpool->data = sh;
-
-        len = sizeof(" in redis_ratelimit metrics zone \"\"")
-              + shm_zone->shm.name.len;
-
-        shpool->log_ctx = ngx_slab_alloc(shpool, len);
-        if (shpool->log_ctx == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_sprintf(shpool->log_ctx, " in redis_ratelimit metrics zone \"%V\"%Z",
-                    &shm_zone->shm.name);
+        sh->zones = table.sh;
+        table.shpool->data = sh;
     }
 
     /* the zone structure of the workers is the "data" of the new cycle */
@@ -448,51 +444,31 @@ ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 
     zones = rmcf->zones.elts;
 
+    ngx_http_redis_ratelimit_shm_lock(&table);
+
     for (i = 0; i < rmcf->zones.nelts; i++) {
-        entry = NULL;
+        sn = ngx_http_redis_ratelimit_shm_get(&table, &zones[i].name, 0, 1);
 
-        for (q = ngx_queue_head(&sh->zones);
-             q != ngx_queue_sentinel(&sh->zones);
-             q = ngx_queue_next(q))
-        {
-            entry = ngx_queue_data(q, ngx_http_redis_ratelimit_metrics_zone_t,
-                                   queue);
-
-            if (entry->len == zones[i].name.len
-                && ngx_strncmp(entry->name, zones[i].name.data, entry->len)
-                   == 0)
-            {
-                break;
-            }
-
-            entry = NULL;
+        if (sn == NULL) {
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "redis_ratelimit: no room for the metrics of "
+                          "zone \"%V\"", &zones[i].name);
+            continue;
         }
 
-        if (entry == NULL) {
-            entry = ngx_slab_calloc(shpool,
-                            sizeof(ngx_http_redis_ratelimit_metrics_zone_t)
-                            + zones[i].name.len);
-            if (entry == NULL) {
-                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
-                              "redis_ratelimit: no room for the metrics of "
-                              "zone \"%V\"", &zones[i].name);
-                continue;
-            }
+        sn->busy = NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND;
+        entry = (ngx_http_redis_ratelimit_metrics_zone_t *) sn->entry;
 
-            entry->len = zones[i].name.len;
-            ngx_memcpy(entry->name, zones[i].name.data, entry->len);
-            ngx_queue_insert_tail(&sh->zones, &entry->queue);
-
-        } else if (entry->generation != previous) {
-            /* not in the previous configuration: added back, from 0 */
-            for (j = 0; j < RRL_METRICS_STATUSES; j++) {
-                entry->requests[j] = 0;
-            }
+        /* new, or not in the previous configuration: from 0 */
+        if (entry->generation != previous) {
+            ngx_memzero((void *) entry->requests, sizeof(entry->requests));
         }
 
         entry->generation = sh->generation;
         zones[i].metrics = entry;
     }
+
+    ngx_http_redis_ratelimit_shm_unlock(&table);
 
     return NGX_OK;
 }

@@ -240,7 +240,6 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_redis_ratelimit_shm_t  *oshm = data;
 
-    size_t                           len;
     ngx_http_redis_ratelimit_shm_t  *shm;
 
     shm = shm_zone->data;
@@ -258,13 +257,32 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_OK;
     }
 
-    shm->sh = ngx_slab_alloc(shm->shpool,
-                             sizeof(ngx_http_redis_ratelimit_shm_sh_t));
-    if (shm->sh == NULL) {
+    if (ngx_http_redis_ratelimit_shm_create(shm, shm->shpool,
+                                            &shm_zone->shm.name)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
     shm->shpool->data = shm->sh;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_shm_create(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_slab_pool_t *shpool, ngx_str_t *name)
+{
+    size_t  len;
+
+    shm->shpool = shpool;
+
+    shm->sh = ngx_slab_alloc(shpool,
+                             sizeof(ngx_http_redis_ratelimit_shm_sh_t));
+    if (shm->sh == NULL) {
+        return NGX_ERROR;
+    }
 
     ngx_rbtree_init(&shm->sh->rbtree, &shm->sh->sentinel,
                     ngx_http_redis_ratelimit_shm_rbtree_insert_value);
@@ -272,18 +290,18 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_queue_init(&shm->sh->queue);
 
     len = sizeof(" in redis_ratelimit  \"\"") + ngx_strlen(shm->what)
-          + shm_zone->shm.name.len;
+          + name->len;
 
-    shm->shpool->log_ctx = ngx_slab_alloc(shm->shpool, len);
-    if (shm->shpool->log_ctx == NULL) {
+    shpool->log_ctx = ngx_slab_alloc(shpool, len);
+    if (shpool->log_ctx == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_sprintf(shm->shpool->log_ctx, " in redis_ratelimit %s \"%V\"%Z",
-                shm->what, &shm_zone->shm.name);
+    ngx_sprintf(shpool->log_ctx, " in redis_ratelimit %s \"%V\"%Z",
+                shm->what, name);
 
     /* no log of a full zone: its caller's, if any */
-    shm->shpool->log_nomem = 0;
+    shpool->log_nomem = 0;
 
     return NGX_OK;
 }

@@ -61,6 +61,10 @@ typedef struct {
 /* a zone's init; a reload of the same size keeps the entries */
 ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+/* a new table in shpool, whose messages name it */
+ngx_int_t ngx_http_redis_ratelimit_shm_create(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_slab_pool_t *shpool,
+    ngx_str_t *name);
 ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_lookup(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key);
 /* a new entry, zeroed, the most recent; NULL: full, or key over 0xffff */
