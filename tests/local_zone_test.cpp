@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "local_zone.hpp"
 #include "rrl.h"
 #include "rrl_local_zone.h"
 
@@ -76,12 +77,14 @@ TEST(LocalCapacity, IsTheCapacityOfTheShare) {
     EXPECT_EQ(rrl_local_capacity(RRL_ALGORITHM_COUNT, 10, 9, 4), 0u);
 }
 
-// rrl_local_zone_check on a zone of 5r/s, burst, share and cost given
+// local_zone_check on a zone of 5r/s, burst, share and cost given
 int check(int algorithm, std::uint64_t burst, std::uint64_t share,
           std::uint64_t cost, std::int64_t now, const rrl_local_entry_t* e,
           rrl_local_entry_t* next, std::int64_t* v) {
-    return rrl_local_zone_check(algorithm, 5, 1000, burst, share, cost, now, e,
-                                next, v);
+    return rrl::local_zone_check({algorithm, 5, 1000, burst, cost}, share,
+                                 now, e, next, v)
+               ? RRL_OK
+               : RRL_ERROR;
 }
 
 TEST(LocalZoneCheck, NoEntryIsAFreshKey) {
@@ -180,9 +183,8 @@ TEST(LocalZoneCheck, RefusesWhatLocalCheckRefuses) {
 
     EXPECT_EQ(check(RRL_ALGORITHM_COUNT, 0, 1, 1, kNow, nullptr, &next, v),
               RRL_ERROR);
-    EXPECT_EQ(rrl_local_zone_check(RRL_FIXED_WINDOW, 5, 0, 0, 1, 1, kNow,
-                                   nullptr, &next, v),
-              RRL_ERROR);
+    EXPECT_FALSE(rrl::local_zone_check({RRL_FIXED_WINDOW, 5, 0, 0, 1}, 1, kNow,
+                                       nullptr, &next, v));
 }
 
 // a limit of 5r/s fixed_window, cost 1, on entry
@@ -203,7 +205,7 @@ TEST(LocalZoneDecide, PassesWhenEveryLimitPasses) {
     EXPECT_EQ(values[0], 1);
     EXPECT_EQ(values[1], kNow);
 
-    // each limit's part as rrl_local_zone_check() gives it
+    // each limit's part as local_zone_check() gives it
     ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 1, kNow, nullptr, &expected, v),
               RRL_OK);
     for (std::size_t i = 0; i < 2; i++) {

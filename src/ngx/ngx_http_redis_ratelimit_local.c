@@ -20,7 +20,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     "10m"
 
 
-
 typedef struct {
     ngx_http_redis_ratelimit_shm_t  shm;
 
