@@ -4,8 +4,8 @@
  * zone (atomic adds), served in the Prometheus text format by a location
  * handler, as stub_status does. The zone keeps its counters across reloads
  * (it has a fixed size, so nginx reuses it); a zone of limits keeps its
- * counters by name, one removed stops being reported, one added (or added
- * back) starts at 0. The gauges are per worker: each worker writes its own
+ * counters by name (in a table of ngx_http_redis_ratelimit_shm.c), one
+ * removed stops being reported, one added (or added back) starts at 0. The gauges are per worker: each worker writes its own
  * slot (ngx_process_slot) every second and when it serves the metrics;
  * they are summed.
  */
@@ -456,6 +456,7 @@ ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
             continue;
         }
 
+        /* busy for good: never dropped */
         sn->busy = NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND;
         entry = (ngx_http_redis_ratelimit_metrics_zone_t *) sn->entry;
 

@@ -1,9 +1,10 @@
 
 /*
- * The module's shared memory tables (the deny cache, the local zones), as
- * limit_req's zones: entries of one size by key, in an rbtree of the keys'
- * CRC32 and an LRU queue; when memory runs out, ended entries and then the
- * oldest are dropped. Every call but init_zone is made under the lock.
+ * The module's shared memory tables (the deny cache, the local zones, the
+ * metrics of zones), as limit_req's zones: entries of one size by key, in
+ * an rbtree of the keys' CRC32 and an LRU queue; when memory runs out,
+ * ended entries and then the oldest not busy are dropped. Every call but
+ * init_zone and create is made under the lock.
  */
 
 
@@ -42,7 +43,7 @@ typedef struct {
 } ngx_http_redis_ratelimit_shm_node_t;
 
 
-/* a node's "busy": in use by the request being decided, under the lock */
+/* a node's "busy": in use by the request being decided, or for good */
 #define NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND  1
 #define NGX_HTTP_REDIS_RATELIMIT_SHM_NEW    2
 
@@ -80,5 +81,6 @@ void ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
 void ngx_http_redis_ratelimit_shm_release(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_http_redis_ratelimit_shm_node_t **nodes, ngx_uint_t n,
     ngx_uint_t undo);
+
 
 #endif /* _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_ */
