@@ -2,11 +2,12 @@
 // local_share=1/K, and a key's entry in a local zone: decided as
 // rrl_local_check() on that share, an ended entry counting as none, kept
 // until the limit's reset.
+#include "local_zone.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "local_zone.hpp"
 #include "rrl.h"
 #include "rrl_local_zone.h"
 
@@ -81,8 +82,8 @@ TEST(LocalCapacity, IsTheCapacityOfTheShare) {
 int check(int algorithm, std::uint64_t burst, std::uint64_t share,
           std::uint64_t cost, std::int64_t now, const rrl_local_entry_t* e,
           rrl_local_entry_t* next, std::int64_t* v) {
-    return rrl::local_zone_check({algorithm, 5, 1000, burst, cost}, share,
-                                 now, e, next, v)
+    return rrl::local_zone_check({algorithm, 5, 1000, burst, cost}, share, now,
+                                 e, next, v)
                ? RRL_OK
                : RRL_ERROR;
 }
