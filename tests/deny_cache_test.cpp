@@ -2,6 +2,8 @@
 // Redis's configuration, and the answer for a limit from the key's entry:
 // Redis's values while the entry applies, an idle key's otherwise, and an
 // entry that has ended to drop.
+#include "deny_cache.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -98,7 +100,7 @@ TEST(DenyRedis, AnotherValueOrOrderIsAnotherTag) {
 TEST(DenyAnswer, NoEntryIsAnIdleKey) {
     rrl_deny_limit_t l = fw5(1);
     std::int64_t v[RRL_REPLY_PER_LIMIT] = {9, 9, 9, 9};
-    EXPECT_EQ(rrl_deny_answer(nullptr, &l, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(nullptr, l, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);  // the capacity, N + burst
     EXPECT_EQ(v[2], 0);
@@ -112,11 +114,11 @@ TEST(DenyAnswer, IdleCapacityIsTheAlgorithms) {
     rrl_deny_limit_t bad =
         rrl_deny_limit(RRL_ALGORITHM_COUNT, 5, 1000, 4, 7, 1);
 
-    EXPECT_EQ(rrl_deny_answer(nullptr, &tb, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(nullptr, tb, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 20);
-    EXPECT_EQ(rrl_deny_answer(nullptr, &lb, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(nullptr, lb, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 5);
-    EXPECT_EQ(rrl_deny_answer(nullptr, &bad, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(nullptr, bad, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 0);
 }
 
@@ -127,7 +129,7 @@ TEST(DenyAnswer, AnEntryThatAppliesRejectsWithRedissValues) {
     std::int64_t expected[RRL_REPLY_PER_LIMIT];
 
     ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, expected), 1);
-    EXPECT_EQ(rrl_deny_answer(&e, &l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
+    EXPECT_EQ(rrl::deny_answer(&e, l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
     for (int i = 0; i < RRL_REPLY_PER_LIMIT; i++) {
         EXPECT_EQ(v[i], expected[i]) << i;
     }
@@ -141,10 +143,10 @@ TEST(DenyAnswer, AnEntryThatDoesNotApplyIsKeptAndAsksRedis) {
     rrl_deny_limit_t smaller = fw5(1);
     rrl_deny_limit_t other_redis = fw5(2, 8);
 
-    EXPECT_EQ(rrl_deny_answer(&e, &smaller, kSent + kMs, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(&e, smaller, kSent + kMs, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);
-    EXPECT_EQ(rrl_deny_answer(&e, &other_redis, kSent + kMs, v), RRL_DENY_MISS);
+    EXPECT_EQ(rrl::deny_answer(&e, other_redis, kSent + kMs, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
 }
 
@@ -153,16 +155,42 @@ TEST(DenyAnswer, AnEntryEndsAtItsEndToTheMicrosecond) {
     rrl_deny_limit_t l = fw5(2);
     std::int64_t v[RRL_REPLY_PER_LIMIT];
 
-    EXPECT_EQ(rrl_deny_answer(&e, &l, e.until_us - 1, v), RRL_DENY_REJECTED);
+    EXPECT_EQ(rrl::deny_answer(&e, l, e.until_us - 1, v), RRL_DENY_REJECTED);
     EXPECT_EQ(v[3], 1);
-    EXPECT_EQ(rrl_deny_answer(&e, &l, e.until_us, v), RRL_DENY_ENDED);
+    EXPECT_EQ(rrl::deny_answer(&e, l, e.until_us, v), RRL_DENY_ENDED);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);
     EXPECT_EQ(v[2], 0);
     EXPECT_EQ(v[3], 0);
     // whatever the request's limit: the entry is over for everyone
     rrl_deny_limit_t other = fw5(1, 8);
-    EXPECT_EQ(rrl_deny_answer(&e, &other, e.until_us + 1, v), RRL_DENY_ENDED);
+    EXPECT_EQ(rrl::deny_answer(&e, other, e.until_us + 1, v), RRL_DENY_ENDED);
+}
+
+TEST(DenyReply, EachLimitInItsPartOfAWholeReply) {
+    rrl_deny_entry_t e = rejection(2);
+    rrl_deny_limit_t l = fw5(2);
+    constexpr std::size_t n = RRL_REPLY_HEADER + 2 * RRL_REPLY_PER_LIMIT;
+    std::int64_t reply[n] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+    std::int64_t w[RRL_REPLY_PER_LIMIT];
+
+    EXPECT_EQ(rrl_deny_answer_in(nullptr, &l, kSent + kMs, reply, 0),
+              RRL_DENY_MISS);
+    EXPECT_EQ(rrl_deny_answer_in(&e, &l, kSent + kMs, reply, 1),
+              RRL_DENY_REJECTED);
+    ASSERT_EQ(rrl::deny_answer(nullptr, l, kSent + kMs, v), RRL_DENY_MISS);
+    ASSERT_EQ(rrl::deny_answer(&e, l, kSent + kMs, w), RRL_DENY_REJECTED);
+    for (int j = 0; j < RRL_REPLY_PER_LIMIT; j++) {
+        EXPECT_EQ(reply[RRL_REPLY_HEADER + j], v[j]) << j;
+        EXPECT_EQ(reply[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT + j], w[j]) << j;
+    }
+    EXPECT_EQ(reply[0], 9);  // the header is the reply's
+
+    EXPECT_EQ(rrl_deny_reply(reply, 2, 1700000000LL * 1000 * kMs), n);
+    EXPECT_EQ(reply[0], 0);  // rejected
+    EXPECT_EQ(reply[1], 1700000000LL * 1000 * kMs);
+    EXPECT_EQ(reply[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT], w[0]);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // local_share=1/K, and a key's entry in a local zone: decided as
 // rrl_local_check() on that share, an ended entry counting as none, kept
 // until the limit's reset.
+#include "local_zone.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -76,12 +78,14 @@ TEST(LocalCapacity, IsTheCapacityOfTheShare) {
     EXPECT_EQ(rrl_local_capacity(RRL_ALGORITHM_COUNT, 10, 9, 4), 0u);
 }
 
-// rrl_local_zone_check on a zone of 5r/s, burst, share and cost given
+// local_zone_check on a zone of 5r/s, burst, share and cost given
 int check(int algorithm, std::uint64_t burst, std::uint64_t share,
           std::uint64_t cost, std::int64_t now, const rrl_local_entry_t* e,
           rrl_local_entry_t* next, std::int64_t* v) {
-    return rrl_local_zone_check(algorithm, 5, 1000, burst, share, cost, now, e,
-                                next, v);
+    return rrl::local_zone_check({algorithm, 5, 1000, burst, cost}, share, now,
+                                 e, next, v)
+               ? RRL_OK
+               : RRL_ERROR;
 }
 
 TEST(LocalZoneCheck, NoEntryIsAFreshKey) {
@@ -180,9 +184,76 @@ TEST(LocalZoneCheck, RefusesWhatLocalCheckRefuses) {
 
     EXPECT_EQ(check(RRL_ALGORITHM_COUNT, 0, 1, 1, kNow, nullptr, &next, v),
               RRL_ERROR);
-    EXPECT_EQ(rrl_local_zone_check(RRL_FIXED_WINDOW, 5, 0, 0, 1, 1, kNow,
-                                   nullptr, &next, v),
-              RRL_ERROR);
+    EXPECT_FALSE(rrl::local_zone_check({RRL_FIXED_WINDOW, 5, 0, 0, 1}, 1, kNow,
+                                       nullptr, &next, v));
+}
+
+// a limit of 5r/s fixed_window, cost 1, on entry
+rrl_local_limit_t limit_of(const rrl_local_entry_t* entry) {
+    return {RRL_FIXED_WINDOW, 5, 1000, 0, 1, entry};
+}
+
+constexpr std::size_t kTwo = RRL_REPLY_HEADER + 2 * RRL_REPLY_PER_LIMIT;
+
+TEST(LocalZoneDecide, PassesWhenEveryLimitPasses) {
+    rrl_local_limit_t limits[2] = {limit_of(nullptr), limit_of(nullptr)};
+    rrl_local_entry_t next[2];
+    rrl_local_entry_t expected{};
+    std::int64_t values[kTwo];
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
+
+    ASSERT_EQ(rrl_local_zone_decide(limits, 2, 1, kNow, next, values), kTwo);
+    EXPECT_EQ(values[0], 1);
+    EXPECT_EQ(values[1], kNow);
+
+    // each limit's part as local_zone_check() gives it
+    ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 1, kNow, nullptr, &expected, v),
+              RRL_OK);
+    for (std::size_t i = 0; i < 2; i++) {
+        for (int j = 0; j < RRL_REPLY_PER_LIMIT; j++) {
+            EXPECT_EQ(values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i + j],
+                      v[j]);
+        }
+        EXPECT_EQ(next[i].end_us, expected.end_us);
+        EXPECT_EQ(next[i].state.b, expected.state.b);
+    }
+}
+
+TEST(LocalZoneDecide, OneLimitRejectingRejectsTheRequest) {
+    rrl_local_entry_t full{};
+    rrl_local_entry_t next[2];
+    std::int64_t values[kTwo];
+
+    for (int i = 0; i < 5; i++) {
+        rrl_local_limit_t l = limit_of(&full);
+        ASSERT_EQ(rrl_local_zone_decide(&l, 1, 1, kNow, next, values),
+                  RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT);
+        full = next[0];
+    }
+
+    rrl_local_limit_t limits[2] = {limit_of(nullptr), limit_of(&full)};
+
+    ASSERT_EQ(rrl_local_zone_decide(limits, 2, 1, kNow, next, values), kTwo);
+    EXPECT_EQ(values[0], 0);
+    EXPECT_EQ(values[RRL_REPLY_HEADER], 1);
+    EXPECT_EQ(values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT], 0);
+}
+
+TEST(LocalZoneDecide, NoLimitsPass) {
+    std::int64_t values[RRL_REPLY_HEADER];
+
+    ASSERT_EQ(rrl_local_zone_decide(nullptr, 0, 1, kNow, nullptr, values),
+              static_cast<std::size_t>(RRL_REPLY_HEADER));
+    EXPECT_EQ(values[0], 1);
+}
+
+TEST(LocalZoneDecide, FailsOnALimitLocalCheckRefuses) {
+    rrl_local_limit_t limits[2] = {limit_of(nullptr), limit_of(nullptr)};
+    rrl_local_entry_t next[2];
+    std::int64_t values[kTwo];
+
+    limits[1].period_ms = 0;
+    EXPECT_EQ(rrl_local_zone_decide(limits, 2, 1, kNow, next, values), 0u);
 }
 
 }  // namespace

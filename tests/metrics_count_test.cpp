@@ -72,4 +72,32 @@ TEST(MetricsCount, GaugesOfNodes) {
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_OPEN], 2u);
 }
 
+TEST(MetricsCount, GaugesSavedAndAddedUp) {
+    rrl_metrics_t m;
+    rrl_metrics_gauges_t g[3];
+    std::memset(&m, 0, sizeof(m));
+    std::memset(g, 0, sizeof(g));
+    m.parked = 4;
+    m.connections = 2;
+    m.circuits[RRL_METRICS_CIRCUIT_CLOSED] = 1;
+    m.circuits[RRL_METRICS_CIRCUIT_OPEN] = 3;
+    m.errors[0] = 7;  // not a gauge
+    rrl_metrics_gauges_save(&m, &g[0]);
+    EXPECT_EQ(g[0].parked, 4u);
+    EXPECT_EQ(g[0].connections, 2u);
+    EXPECT_EQ(g[0].circuits[RRL_METRICS_CIRCUIT_CLOSED], 1u);
+    EXPECT_EQ(g[0].circuits[RRL_METRICS_CIRCUIT_HALF_OPEN], 0u);
+    EXPECT_EQ(g[0].circuits[RRL_METRICS_CIRCUIT_OPEN], 3u);
+
+    g[2] = g[0];  // g[1]: a slot no worker uses
+    g[2].parked = 1;
+    rrl_metrics_gauges_add(&m, g, 3);
+    EXPECT_EQ(m.parked, 9u);
+    EXPECT_EQ(m.connections, 6u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_CLOSED], 3u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_HALF_OPEN], 0u);
+    EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_OPEN], 9u);
+    EXPECT_EQ(m.errors[0], 7u);
+}
+
 }  // namespace

@@ -16,8 +16,13 @@ uint32_t rrl_deny_redis(uint32_t tag, const void* field, size_t len) noexcept {
     return rrl::deny_redis(tag, field, len);
 }
 
-int rrl_deny_answer(const rrl_deny_entry_t* entry,
-                    const rrl_deny_limit_t* limit, int64_t now_us,
-                    int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
-    return rrl::deny_answer(entry, *limit, now_us, values);
+int rrl_deny_answer_in(const rrl_deny_entry_t* entry,
+                       const rrl_deny_limit_t* limit, int64_t now_us,
+                       int64_t* reply, size_t i) noexcept {
+    return rrl::deny_answer(entry, *limit, now_us, rrl::deny_part(reply, i));
+}
+
+size_t rrl_deny_reply(int64_t* reply, size_t nlimits,
+                      int64_t wall_us) noexcept {
+    return rrl::deny_reply(reply, nlimits, wall_us);
 }

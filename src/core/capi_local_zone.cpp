@@ -19,15 +19,11 @@ uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
     return rrl_capacity(algorithm, s.limit, s.burst);
 }
 
-int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
-                         uint64_t burst, uint64_t share, uint64_t cost,
-                         int64_t now_us, const rrl_local_entry_t* entry,
-                         rrl_local_entry_t* next,
-                         int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
-    return guarded("rrl_local_zone_check", RRL_ERROR, [&] {
-        return rrl::local_zone_check({algorithm, limit, period_ms, burst, cost},
-                                     share, now_us, entry, next, values)
-                   ? RRL_OK
-                   : RRL_ERROR;
+size_t rrl_local_zone_decide(const rrl_local_limit_t* limits, size_t n,
+                             uint64_t share, int64_t now_us,
+                             rrl_local_entry_t* next,
+                             int64_t* values) noexcept {
+    return guarded("rrl_local_zone_decide", size_t{0}, [&] {
+        return rrl::local_zone_decide(limits, n, share, now_us, next, values);
     });
 }

@@ -31,3 +31,13 @@ void rrl_metrics_gauge_node(rrl_metrics_t* m, int connected,
                             int breaker_state) noexcept {
     rrl::metrics_gauge_node(m, connected != 0, breaker_state);
 }
+
+void rrl_metrics_gauges_save(const rrl_metrics_t* m,
+                             rrl_metrics_gauges_t* g) noexcept {
+    rrl::metrics_gauges_save(*m, g);
+}
+
+void rrl_metrics_gauges_add(rrl_metrics_t* m, const rrl_metrics_gauges_t* g,
+                            size_t n) noexcept {
+    rrl::metrics_gauges_add(m, g, n);
+}

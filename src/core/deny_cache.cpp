@@ -74,4 +74,15 @@ int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
     return ended ? RRL_DENY_ENDED : RRL_DENY_MISS;
 }
 
+std::int64_t* deny_part(std::int64_t* reply, std::size_t i) {
+    return reply + RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i;
+}
+
+std::size_t deny_reply(std::int64_t* reply, std::size_t nlimits,
+                       std::int64_t wall_us) {
+    reply[0] = 0;
+    reply[1] = wall_us;
+    return RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nlimits;
+}
+
 }  // namespace rrl

@@ -25,4 +25,11 @@ std::uint32_t deny_redis(std::uint32_t tag, const void* field, std::size_t len);
 int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
                 std::int64_t now_us, std::int64_t* values);
 
+// Limit i's part of a whole script reply.
+std::int64_t* deny_part(std::int64_t* reply, std::size_t i);
+
+// The header of a rejection in Redis's place; the reply's length.
+std::size_t deny_reply(std::int64_t* reply, std::size_t nlimits,
+                       std::int64_t wall_us);
+
 }  // namespace rrl

@@ -41,4 +41,26 @@ bool local_zone_check(const LocalLimit& limit, std::uint64_t share,
     return true;
 }
 
+std::size_t local_zone_decide(const rrl_local_limit_t* limits, std::size_t n,
+                              std::uint64_t share, std::int64_t now_us,
+                              rrl_local_entry_t* next, std::int64_t* values) {
+    bool passed = true;
+
+    for (std::size_t i = 0; i < n; i++) {
+        const rrl_local_limit_t& l = limits[i];
+        std::int64_t* v = values + RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i;
+
+        if (!local_zone_check(
+                {l.algorithm, l.limit, l.period_ms, l.burst, l.cost}, share,
+                now_us, l.entry, &next[i], v)) {
+            return 0;
+        }
+        passed = passed && v[0] != 0;
+    }
+
+    values[0] = passed;
+    values[1] = now_us;
+    return RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n;
+}
+
 }  // namespace rrl

@@ -3,6 +3,7 @@
 // local.hpp's algorithms, kept until the state no longer matters.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "local.hpp"
@@ -22,5 +23,10 @@ LocalShare local_share(int algorithm, std::uint64_t limit, std::uint64_t burst,
 bool local_zone_check(const LocalLimit& limit, std::uint64_t share,
                       std::int64_t now_us, const rrl_local_entry_t* entry,
                       rrl_local_entry_t* next, std::int64_t* values);
+
+// rrl_local_zone_decide(): the reply's number of values, 0 on failure.
+std::size_t local_zone_decide(const rrl_local_limit_t* limits, std::size_t n,
+                              std::uint64_t share, std::int64_t now_us,
+                              rrl_local_entry_t* next, std::int64_t* values);
 
 }  // namespace rrl

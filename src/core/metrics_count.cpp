@@ -49,4 +49,23 @@ void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state) {
     }
 }
 
+void metrics_gauges_save(const rrl_metrics_t& m, rrl_metrics_gauges_t* g) {
+    g->parked = m.parked;
+    g->connections = m.connections;
+    for (int k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
+        g->circuits[k] = m.circuits[k];
+    }
+}
+
+void metrics_gauges_add(rrl_metrics_t* m, const rrl_metrics_gauges_t* g,
+                        std::size_t n) {
+    for (std::size_t i = 0; i < n; i++) {
+        m->parked += g[i].parked;
+        m->connections += g[i].connections;
+        for (int k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
+            m->circuits[k] += g[i].circuits[k];
+        }
+    }
+}
+
 }  // namespace rrl

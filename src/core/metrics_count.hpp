@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "rrl.h"
+#include "rrl_metrics_count.h"
 
 namespace rrl {
 
@@ -25,5 +26,10 @@ std::optional<std::uint64_t> metrics_rtt(std::int64_t sent_us,
                                          std::int64_t now_us);
 
 void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state);
+
+void metrics_gauges_save(const rrl_metrics_t& m, rrl_metrics_gauges_t* g);
+
+void metrics_gauges_add(rrl_metrics_t* m, const rrl_metrics_gauges_t* g,
+                        std::size_t n);
 
 }  // namespace rrl

@@ -32,17 +32,28 @@ void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
 uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
     uint64_t share) RRL_NOEXCEPT;
 
+/* A limit of a request (burst as rrl_burst() gives it) and its key's entry. */
+typedef struct {
+    int                       algorithm;
+    uint64_t                  limit;
+    uint64_t                  period_ms;
+    uint64_t                  burst;
+    uint64_t                  cost;
+    const rrl_local_entry_t  *entry;   /* NULL: none */
+} rrl_local_limit_t;
+
 /*
- * Decides one limit of a request at now_us, with the zone's share, on the
- * key's *entry (NULL: none; an entry that has ended counts as none): values
- * holds the limit's part of the script's reply, and *next the entry to keep
- * if the request passes (every limit of it), which matters until the
- * limit's reset. RRL_ERROR as rrl_local_check().
+ * Decides a request of n limits at now_us, each with the zone's share, on
+ * its key's entry (one that has ended counts as none), all or nothing:
+ * values is the reply the script would send (passed when every limit
+ * passes, now_us, then each limit's part), next[i] what limit i's key
+ * keeps if it passed, which matters until the limit's reset; nothing is
+ * kept otherwise. Returns the number of values, 0 on failure (a limit
+ * rrl_local_check() refuses).
  */
-int rrl_local_zone_check(int algorithm, uint64_t limit, uint64_t period_ms,
-    uint64_t burst, uint64_t share, uint64_t cost, int64_t now_us,
-    const rrl_local_entry_t *entry, rrl_local_entry_t *next,
-    int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
+size_t rrl_local_zone_decide(const rrl_local_limit_t *limits, size_t n,
+    uint64_t share, int64_t now_us, rrl_local_entry_t *next,
+    int64_t *values) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,21 @@ int rrl_metrics_rtt(int64_t sent_us, int64_t now_us, uint64_t *rtt_us,
 void rrl_metrics_gauge_node(rrl_metrics_t *m, int connected,
     int breaker_state) RRL_NOEXCEPT;
 
+/* one worker's gauges, as it publishes them in shared memory */
+typedef struct {
+    uint64_t  parked;
+    uint64_t  connections;
+    uint64_t  circuits[RRL_METRICS_CIRCUIT_STATES];
+} rrl_metrics_gauges_t;
+
+/* the gauges of *m, into *g */
+void rrl_metrics_gauges_save(const rrl_metrics_t *m, rrl_metrics_gauges_t *g)
+    RRL_NOEXCEPT;
+
+/* adds the gauges of n workers to *m's */
+void rrl_metrics_gauges_add(rrl_metrics_t *m, const rrl_metrics_gauges_t *g,
+    size_t n) RRL_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,7 +42,6 @@ ngx_int_t
 ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    int64_t                                *v;
     ngx_str_t                               key;
     ngx_uint_t                              i, rejected;
     ngx_time_t                             *tp;
@@ -63,14 +62,12 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        v = &ctx->result.values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i];
-
         sn = ngx_http_redis_ratelimit_deny_limit(rmcf, ctx, i, &key, &limit)
              ? ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key) : NULL;
 
-        switch (rrl_deny_answer(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
-                                   : NULL,
-                                &limit, ctx->sent, v))
+        switch (rrl_deny_answer_in(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
+                                      : NULL,
+                                   &limit, ctx->sent, ctx->result.values, i))
         {
         case RRL_DENY_REJECTED:
             ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
@@ -92,11 +89,9 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     /* for X-RateLimit-Reset, where Redis sends its TIME */
     tp = ngx_timeofday();
 
-    ctx->result.values[0] = 0;
-    ctx->result.values[1] = (int64_t) tp->sec * 1000000
-                            + (int64_t) tp->msec * 1000;
-    ctx->result.nvalues = RRL_REPLY_HEADER
-                          + RRL_REPLY_PER_LIMIT * ctx->nlimits;
+    ctx->result.nvalues = rrl_deny_reply(ctx->result.values, ctx->nlimits,
+                                         (int64_t) tp->sec * 1000000
+                                         + (int64_t) tp->msec * 1000);
 
     if (rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
                          ctx->nlimits, ctx->limit_results, &ctx->decision)
@@ -137,22 +132,14 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
             || !ngx_http_redis_ratelimit_deny_limit(rmcf, ctx, i, &key,
                                                     &limit)
             || !rrl_deny_learn(ctx->sent, now, &limit,
-                               &ctx->limit_results[i], &entry)
-            || key.len > 0xffff)
+                               &ctx->limit_results[i], &entry))
         {
             continue;
         }
 
         ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
-        sn = ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key);
-
-        if (sn) {
-            ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
-
-        } else {
-            sn = ngx_http_redis_ratelimit_shm_alloc(&dctx->shm, &key, now);
-        }
+        sn = ngx_http_redis_ratelimit_shm_get(&dctx->shm, &key, now, 1);
 
         /* the latest rejection: every one ends no later than Redis's */
         if (sn) {

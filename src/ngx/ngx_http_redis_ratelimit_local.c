@@ -18,13 +18,6 @@
 
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     (10 * 1024 * 1024)
 
-/* a node's "busy": in use by the request being decided, under the mutex */
-#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND    1
-#define NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED  2
-
-#define ngx_http_redis_ratelimit_local_entry(sn)                             \
-    ((rrl_local_entry_t *) (sn)->entry)
-
 
 typedef struct {
     ngx_http_redis_ratelimit_shm_t  shm;
@@ -48,24 +41,26 @@ ngx_int_t
 ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    int64_t                                 now, *v;
+    int64_t                                 now;
     ngx_int_t                               rc;
     ngx_str_t                               key;
-    ngx_uint_t                              i, n, passed;
+    ngx_uint_t                              i, n;
     ngx_time_t                             *tp;
+    rrl_local_limit_t                      *limits;
     rrl_local_entry_t                      *next;
     ngx_http_redis_ratelimit_zone_t        *zone;
     ngx_http_redis_ratelimit_local_ctx_t   *lctx;
-    ngx_http_redis_ratelimit_shm_node_t   **nodes, *sn;
+    ngx_http_redis_ratelimit_shm_node_t   **nodes;
 
     n = ctx->nlimits;
     lctx = ctx->conf->local_zone->data;
 
     nodes = ngx_pcalloc(r->pool,
                         n * sizeof(ngx_http_redis_ratelimit_shm_node_t *));
+    limits = ngx_palloc(r->pool, n * sizeof(rrl_local_limit_t));
     next = ngx_palloc(r->pool, n * sizeof(rrl_local_entry_t));
 
-    if (nodes == NULL || next == NULL) {
+    if (nodes == NULL || limits == NULL || next == NULL) {
         return NGX_ERROR;
     }
 
@@ -73,7 +68,6 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     tp = ngx_timeofday();
     now = (int64_t) tp->sec * 1000000 + (int64_t) tp->msec * 1000;
 
-    passed = 1;
     rc = NGX_OK;
 
     ngx_http_redis_ratelimit_shm_lock(&lctx->shm);
@@ -90,86 +84,65 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             goto done;
         }
 
-        sn = ngx_http_redis_ratelimit_shm_lookup(&lctx->shm, &key);
+        zone = ctx->limits[i]->zone;
 
-        if (sn) {
-            /* the most recently used, and not expired while in use */
-            sn->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_FOUND;
-            ngx_http_redis_ratelimit_shm_touch(&lctx->shm, sn);
+        limits[i].algorithm = zone->algorithm;
+        limits[i].limit = zone->limit;
+        limits[i].period_ms = zone->period;
+        limits[i].burst = zone->burst;
+        limits[i].cost = ctx->costs[i];
+        limits[i].entry = NULL;
+
+        nodes[i] = ngx_http_redis_ratelimit_shm_get(&lctx->shm, &key, now, 0);
+
+        if (nodes[i]) {
+            /* not dropped to make room for another key of the request */
+            nodes[i]->busy = NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND;
+            limits[i].entry = (rrl_local_entry_t *) nodes[i]->entry;
+        }
+    }
+
+    ctx->result.nvalues = rrl_local_zone_decide(limits, n,
+                                                ctx->conf->local_share, now,
+                                                next, ctx->result.values);
+    if (ctx->result.nvalues == 0) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    if (!ctx->result.values[0]) {
+        goto done;
+    }
+
+    /* every node first: when memory runs out, no state is written */
+
+    for (i = 0; i < n; i++) {
+        if (nodes[i]) {
+            continue;
         }
 
-        nodes[i] = sn;
+        key.data = (u_char *) ctx->argv[3 + i];
+        key.len = ctx->argvlen[3 + i];
 
-        zone = ctx->limits[i]->zone;
-        v = &ctx->result.values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i];
-
-        if (rrl_local_zone_check(zone->algorithm, zone->limit, zone->period,
-                                 zone->burst, ctx->conf->local_share,
-                                 ctx->costs[i], now,
-                                 sn ? ngx_http_redis_ratelimit_local_entry(sn)
-                                    : NULL,
-                                 &next[i], v)
-            != RRL_OK)
-        {
+        nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key, now);
+        if (nodes[i] == NULL) {
+            ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                          "could not allocate node%s",
+                          lctx->shm.shpool->log_ctx);
             rc = NGX_ERROR;
             goto done;
         }
 
-        passed = passed && v[0];
+        nodes[i]->busy = NGX_HTTP_REDIS_RATELIMIT_SHM_NEW;
     }
 
-    if (passed) {
-
-        /* every node first: when memory runs out, no state is written */
-
-        for (i = 0; i < n; i++) {
-            if (nodes[i]) {
-                continue;
-            }
-
-            key.data = (u_char *) ctx->argv[3 + i];
-            key.len = ctx->argvlen[3 + i];
-
-            nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key,
-                                                          now);
-            if (nodes[i] == NULL) {
-                ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
-                              "could not allocate node%s",
-                              lctx->shm.shpool->log_ctx);
-                rc = NGX_ERROR;
-                goto done;
-            }
-
-            nodes[i]->busy = NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED;
-        }
-
-        for (i = 0; i < n; i++) {
-            *ngx_http_redis_ratelimit_local_entry(nodes[i]) = next[i];
-        }
+    for (i = 0; i < n; i++) {
+        *(rrl_local_entry_t *) nodes[i]->entry = next[i];
     }
-
-    ctx->result.values[0] = passed;
-    ctx->result.values[1] = now;
-    ctx->result.nvalues = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n;
 
 done:
 
-    for (i = 0; i < n; i++) {
-        sn = nodes[i];
-
-        if (sn == NULL) {
-            continue;
-        }
-
-        if (rc != NGX_OK && sn->busy == NGX_HTTP_REDIS_RATELIMIT_LOCAL_CREATED)
-        {
-            ngx_http_redis_ratelimit_shm_free(&lctx->shm, sn);
-            continue;
-        }
-
-        sn->busy = 0;
-    }
-
+    ngx_http_redis_ratelimit_shm_release(&lctx->shm, nodes, n, rc != NGX_OK);
     ngx_http_redis_ratelimit_shm_unlock(&lctx->shm);
 
     return rc;

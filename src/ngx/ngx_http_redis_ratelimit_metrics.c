@@ -4,8 +4,8 @@
  * zone (atomic adds), served in the Prometheus text format by a location
  * handler, as stub_status does. The zone keeps its counters across reloads
  * (it has a fixed size, so nginx reuses it); a zone of limits keeps its
- * counters by name, one removed stops being reported, one added (or added
- * back) starts at 0. The gauges are per worker: each worker writes its own
+ * counters by name (in a table of ngx_http_redis_ratelimit_shm.c), one
+ * removed stops being reported, one added (or added back) starts at 0. The gauges are per worker: each worker writes its own
  * slot (ngx_process_slot) every second and when it serves the metrics;
  * they are summed.
  */
@@ -18,6 +18,7 @@
 #include <hiredis/hiredis.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_metrics_count.h"
 
 
@@ -25,30 +26,20 @@
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_PUBLISH  1000
 
 
+/* the entry of a zone of limits in the table of zones, by its name */
 typedef struct {
-    ngx_queue_t                  queue;
     ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
     ngx_uint_t                   generation;  /* of the last config */
-    size_t                       len;
-    u_char                       name[1];
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
 
-/* the gauges of one worker process */
 typedef struct {
-    ngx_atomic_t                 parked;
-    ngx_atomic_t                 connections;
-    ngx_atomic_t                 circuits[RRL_METRICS_CIRCUIT_STATES];
-} ngx_http_redis_ratelimit_metrics_slot_t;
-
-
-typedef struct {
-    ngx_queue_t                  zones;
+    ngx_http_redis_ratelimit_shm_sh_t  *zones;
     ngx_uint_t                   generation;
     ngx_atomic_t                 errors[RRL_METRICS_ERR_KINDS];
     ngx_atomic_t                 rtt_buckets[RRL_METRICS_BUCKETS];
     ngx_atomic_t                 rtt_sum_us;
-    ngx_http_redis_ratelimit_metrics_slot_t  slots[NGX_MAX_PROCESSES];
+    rrl_metrics_gauges_t         slots[NGX_MAX_PROCESSES];  /* by worker */
 } ngx_http_redis_ratelimit_metrics_shctx_t;
 
 
@@ -56,6 +47,7 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_handler(
     ngx_http_request_t *r);
 static ngx_http_redis_ratelimit_metrics_shctx_t *
     ngx_http_redis_ratelimit_metrics_sh(void);
+static rrl_metrics_gauges_t *ngx_http_redis_ratelimit_metrics_slot(void);
 static void ngx_http_redis_ratelimit_metrics_publish(void);
 static void ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
@@ -143,27 +135,15 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 
         m.rtt_sum_us = sh->rtt_sum_us;
 
-        for (i = 0; i < NGX_MAX_PROCESSES; i++) {
-            m.parked += sh->slots[i].parked;
-            m.connections += sh->slots[i].connections;
-
-            for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
-                m.circuits[k] += sh->slots[i].circuits[k];
-            }
-        }
+        rrl_metrics_gauges_add(&m, sh->slots, NGX_MAX_PROCESSES);
     }
 
     len = rrl_metrics_format(&m, NULL, 0);
-    if (len == 0) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
     b = ngx_create_temp_buf(r->pool, len);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
 
-    if (rrl_metrics_format(&m, (char *) b->pos, len) != len) {
+    if (len == 0 || b == NULL
+        || rrl_metrics_format(&m, (char *) b->pos, len) != len)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -285,30 +265,38 @@ ngx_http_redis_ratelimit_metrics_gauges(
 static void
 ngx_http_redis_ratelimit_metrics_publish(void)
 {
-    ngx_uint_t                                 k;
-    rrl_metrics_t                              m;
-    ngx_http_redis_ratelimit_metrics_slot_t   *slot;
-    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+    rrl_metrics_t          m;
+    rrl_metrics_gauges_t  *slot;
 
-    sh = ngx_http_redis_ratelimit_metrics_sh();
+    slot = ngx_http_redis_ratelimit_metrics_slot();
 
-    if (sh == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL
-        || ngx_process_slot < 0 || ngx_process_slot >= NGX_MAX_PROCESSES)
-    {
+    if (slot == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL) {
         return;
     }
 
     ngx_memzero(&m, sizeof(rrl_metrics_t));
     ngx_http_redis_ratelimit_metrics_fill(&m);
 
-    slot = &sh->slots[ngx_process_slot];
+    rrl_metrics_gauges_save(&m, slot);
+}
 
-    slot->parked = m.parked;
-    slot->connections = m.connections;
 
-    for (k = 0; k < RRL_METRICS_CIRCUIT_STATES; k++) {
-        slot->circuits[k] = m.circuits[k];
+/* this worker's slot of gauges, if there is a zone */
+
+static rrl_metrics_gauges_t *
+ngx_http_redis_ratelimit_metrics_slot(void)
+{
+    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+
+    sh = ngx_http_redis_ratelimit_metrics_sh();
+
+    if (sh == NULL || ngx_process_slot < 0
+        || ngx_process_slot >= NGX_MAX_PROCESSES)
+    {
+        return NULL;
     }
+
+    return &sh->slots[ngx_process_slot];
 }
 
 
@@ -350,20 +338,18 @@ ngx_http_redis_ratelimit_metrics_init_process(ngx_cycle_t *cycle)
 void
 ngx_http_redis_ratelimit_metrics_exit_process(void)
 {
-    ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
+    rrl_metrics_gauges_t  *slot;
 
     if (ngx_http_redis_ratelimit_metrics_timer.timer_set) {
         ngx_del_timer(&ngx_http_redis_ratelimit_metrics_timer);
     }
 
-    sh = ngx_http_redis_ratelimit_metrics_sh();
+    slot = ngx_http_redis_ratelimit_metrics_slot();
 
-    if (sh && ngx_process_slot >= 0 && ngx_process_slot < NGX_MAX_PROCESSES
-        && (ngx_process == NGX_PROCESS_WORKER
-            || ngx_process == NGX_PROCESS_SINGLE))
+    if (slot && (ngx_process == NGX_PROCESS_WORKER
+                 || ngx_process == NGX_PROCESS_SINGLE))
     {
-        ngx_memzero((void *) &sh->slots[ngx_process_slot],
-                    sizeof(ngx_http_redis_ratelimit_metrics_slot_t));
+        ngx_memzero(slot, sizeof(rrl_metrics_gauges_t));
     }
 }
 
@@ -409,48 +395,45 @@ ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
 /*
  * Run by the master, before the workers start: the counters of each zone of
  * limits, found by name in the shared memory (a reload keeps them), or new.
- * Entries are never freed: old workers may still count into them.
+ * Entries are never dropped: old workers may still count into them.
  */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     void *data)
 {
-    size_t                                     len;
-    ngx_uint_t                                 i, j, previous;
-    ngx_queue_t                               *q;
-    ngx_slab_pool_t                           *shpool;
+    ngx_uint_t                                 i, previous;
+    ngx_http_redis_ratelimit_shm_t             table;
     ngx_http_redis_ratelimit_zone_t           *zones;
+    ngx_http_redis_ratelimit_shm_node_t       *sn;
     ngx_http_redis_ratelimit_main_conf_t      *rmcf;
     ngx_http_redis_ratelimit_metrics_zone_t   *entry;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
     rmcf = shm_zone->data;
-    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    table.shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    table.size = sizeof(ngx_http_redis_ratelimit_metrics_zone_t);
+    table.end = 0;
+    table.what = "metrics zone";
 
     if (data || shm_zone->shm.exists) {
-        sh = shpool->data;
+        sh = table.shpool->data;
+        table.sh = sh->zones;
 
     } else {
-        sh = ngx_slab_calloc(shpool,
+        sh = ngx_slab_calloc(table.shpool,
                              sizeof(ngx_http_redis_ratelimit_metrics_shctx_t));
-        if (sh == NULL) {
+        if (sh == NULL
+            || ngx_http_redis_ratelimit_shm_create(&table, table.shpool,
+                                                   &shm_zone->shm.name)
+               != NGX_OK)
+        {
             return NGX_ERROR;
         }
 
-        ngx_queue_init(&sh->zones);
-        shpool->data = sh;
-
-        len = sizeof(" in redis_ratelimit metrics zone \"\"")
-              + shm_zone->shm.name.len;
-
-        shpool->log_ctx = ngx_slab_alloc(shpool, len);
-        if (shpool->log_ctx == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_sprintf(shpool->log_ctx, " in redis_ratelimit metrics zone \"%V\"%Z",
-                    &shm_zone->shm.name);
+        sh->zones = table.sh;
+        table.shpool->data = sh;
     }
 
     /* the zone structure of the workers is the "data" of the new cycle */
@@ -461,51 +444,32 @@ ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 
     zones = rmcf->zones.elts;
 
+    ngx_http_redis_ratelimit_shm_lock(&table);
+
     for (i = 0; i < rmcf->zones.nelts; i++) {
-        entry = NULL;
+        sn = ngx_http_redis_ratelimit_shm_get(&table, &zones[i].name, 0, 1);
 
-        for (q = ngx_queue_head(&sh->zones);
-             q != ngx_queue_sentinel(&sh->zones);
-             q = ngx_queue_next(q))
-        {
-            entry = ngx_queue_data(q, ngx_http_redis_ratelimit_metrics_zone_t,
-                                   queue);
-
-            if (entry->len == zones[i].name.len
-                && ngx_strncmp(entry->name, zones[i].name.data, entry->len)
-                   == 0)
-            {
-                break;
-            }
-
-            entry = NULL;
+        if (sn == NULL) {
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "redis_ratelimit: no room for the metrics of "
+                          "zone \"%V\"", &zones[i].name);
+            continue;
         }
 
-        if (entry == NULL) {
-            entry = ngx_slab_calloc(shpool,
-                            sizeof(ngx_http_redis_ratelimit_metrics_zone_t)
-                            + zones[i].name.len);
-            if (entry == NULL) {
-                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
-                              "redis_ratelimit: no room for the metrics of "
-                              "zone \"%V\"", &zones[i].name);
-                continue;
-            }
+        /* busy for good: never dropped */
+        sn->busy = NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND;
+        entry = (ngx_http_redis_ratelimit_metrics_zone_t *) sn->entry;
 
-            entry->len = zones[i].name.len;
-            ngx_memcpy(entry->name, zones[i].name.data, entry->len);
-            ngx_queue_insert_tail(&sh->zones, &entry->queue);
-
-        } else if (entry->generation != previous) {
-            /* not in the previous configuration: added back, from 0 */
-            for (j = 0; j < RRL_METRICS_STATUSES; j++) {
-                entry->requests[j] = 0;
-            }
+        /* new, or not in the previous configuration: from 0 */
+        if (entry->generation != previous) {
+            ngx_memzero((void *) entry->requests, sizeof(entry->requests));
         }
 
         entry->generation = sh->generation;
         zones[i].metrics = entry;
     }
+
+    ngx_http_redis_ratelimit_shm_unlock(&table);
 
     return NGX_OK;
 }

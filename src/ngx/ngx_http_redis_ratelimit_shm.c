@@ -61,6 +61,10 @@ ngx_http_redis_ratelimit_shm_alloc(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_rbtree_node_t                    *node;
     ngx_http_redis_ratelimit_shm_node_t  *sn;
 
+    if (key->len > 0xffff) {
+        return NULL;
+    }
+
     size = offsetof(ngx_rbtree_node_t, color)
            + offsetof(ngx_http_redis_ratelimit_shm_node_t, entry)
            + shm->size + key->len;
@@ -95,6 +99,23 @@ ngx_http_redis_ratelimit_shm_alloc(ngx_http_redis_ratelimit_shm_t *shm,
 }
 
 
+ngx_http_redis_ratelimit_shm_node_t *
+ngx_http_redis_ratelimit_shm_get(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_str_t *key, int64_t now, ngx_uint_t create)
+{
+    ngx_http_redis_ratelimit_shm_node_t  *sn;
+
+    sn = ngx_http_redis_ratelimit_shm_lookup(shm, key);
+
+    if (sn) {
+        ngx_http_redis_ratelimit_shm_touch(shm, sn);
+        return sn;
+    }
+
+    return create ? ngx_http_redis_ratelimit_shm_alloc(shm, key, now) : NULL;
+}
+
+
 void
 ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_http_redis_ratelimit_shm_node_t *sn)
@@ -107,6 +128,28 @@ ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_queue_remove(&sn->queue);
     ngx_rbtree_delete(&shm->sh->rbtree, node);
     ngx_slab_free_locked(shm->shpool, node);
+}
+
+
+void
+ngx_http_redis_ratelimit_shm_release(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_http_redis_ratelimit_shm_node_t **nodes, ngx_uint_t n,
+    ngx_uint_t undo)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (nodes[i] == NULL) {
+            continue;
+        }
+
+        if (undo && nodes[i]->busy == NGX_HTTP_REDIS_RATELIMIT_SHM_NEW) {
+            ngx_http_redis_ratelimit_shm_free(shm, nodes[i]);
+            continue;
+        }
+
+        nodes[i]->busy = 0;
+    }
 }
 
 
@@ -197,7 +240,6 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_redis_ratelimit_shm_t  *oshm = data;
 
-    size_t                           len;
     ngx_http_redis_ratelimit_shm_t  *shm;
 
     shm = shm_zone->data;
@@ -215,13 +257,32 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_OK;
     }
 
-    shm->sh = ngx_slab_alloc(shm->shpool,
-                             sizeof(ngx_http_redis_ratelimit_shm_sh_t));
-    if (shm->sh == NULL) {
+    if (ngx_http_redis_ratelimit_shm_create(shm, shm->shpool,
+                                            &shm_zone->shm.name)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
     shm->shpool->data = shm->sh;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_shm_create(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_slab_pool_t *shpool, ngx_str_t *name)
+{
+    size_t  len;
+
+    shm->shpool = shpool;
+
+    shm->sh = ngx_slab_alloc(shpool,
+                             sizeof(ngx_http_redis_ratelimit_shm_sh_t));
+    if (shm->sh == NULL) {
+        return NGX_ERROR;
+    }
 
     ngx_rbtree_init(&shm->sh->rbtree, &shm->sh->sentinel,
                     ngx_http_redis_ratelimit_shm_rbtree_insert_value);
@@ -229,18 +290,18 @@ ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_queue_init(&shm->sh->queue);
 
     len = sizeof(" in redis_ratelimit  \"\"") + ngx_strlen(shm->what)
-          + shm_zone->shm.name.len;
+          + name->len;
 
-    shm->shpool->log_ctx = ngx_slab_alloc(shm->shpool, len);
-    if (shm->shpool->log_ctx == NULL) {
+    shpool->log_ctx = ngx_slab_alloc(shpool, len);
+    if (shpool->log_ctx == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_sprintf(shm->shpool->log_ctx, " in redis_ratelimit %s \"%V\"%Z",
-                shm->what, &shm_zone->shm.name);
+    ngx_sprintf(shpool->log_ctx, " in redis_ratelimit %s \"%V\"%Z",
+                shm->what, name);
 
     /* no log of a full zone: its caller's, if any */
-    shm->shpool->log_nomem = 0;
+    shpool->log_nomem = 0;
 
     return NGX_OK;
 }

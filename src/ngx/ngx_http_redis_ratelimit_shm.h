@@ -1,9 +1,10 @@
 
 /*
- * The module's shared memory tables (the deny cache, the local zones), as
- * limit_req's zones: entries of one size by key, in an rbtree of the keys'
- * CRC32 and an LRU queue; when memory runs out, ended entries and then the
- * oldest are dropped. Every call but init_zone is made under the lock.
+ * The module's shared memory tables (the deny cache, the local zones, the
+ * metrics of zones), as limit_req's zones: entries of one size by key, in
+ * an rbtree of the keys' CRC32 and an LRU queue; when memory runs out,
+ * ended entries and then the oldest not busy are dropped. Every call but
+ * init_zone and create is made under the lock.
  */
 
 
@@ -42,6 +43,11 @@ typedef struct {
 } ngx_http_redis_ratelimit_shm_node_t;
 
 
+/* a node's "busy": in use by the request being decided, or for good */
+#define NGX_HTTP_REDIS_RATELIMIT_SHM_FOUND  1
+#define NGX_HTTP_REDIS_RATELIMIT_SHM_NEW    2
+
+
 #define ngx_http_redis_ratelimit_shm_lock(shm)                               \
     ngx_shmtx_lock(&(shm)->shpool->mutex)
 #define ngx_http_redis_ratelimit_shm_unlock(shm)                             \
@@ -56,13 +62,25 @@ typedef struct {
 /* a zone's init; a reload of the same size keeps the entries */
 ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+/* a new table in shpool, whose messages name it */
+ngx_int_t ngx_http_redis_ratelimit_shm_create(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_slab_pool_t *shpool,
+    ngx_str_t *name);
 ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_lookup(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key);
-/* a new entry, zeroed, the most recent (key->len <= 0xffff); NULL: full */
+/* a new entry, zeroed, the most recent; NULL: full, or key over 0xffff */
 ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_alloc(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key, int64_t now);
+/* the key's entry, made the most recent; with create, a new one if none */
+ngx_http_redis_ratelimit_shm_node_t *ngx_http_redis_ratelimit_shm_get(
+    ngx_http_redis_ratelimit_shm_t *shm, ngx_str_t *key, int64_t now,
+    ngx_uint_t create);
 void ngx_http_redis_ratelimit_shm_free(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_http_redis_ratelimit_shm_node_t *node);
+/* ends the busy state of n nodes (NULL: none); undo: frees the _NEW ones */
+void ngx_http_redis_ratelimit_shm_release(ngx_http_redis_ratelimit_shm_t *shm,
+    ngx_http_redis_ratelimit_shm_node_t **nodes, ngx_uint_t n,
+    ngx_uint_t undo);
 
 
 #endif /* _NGX_HTTP_REDIS_RATELIMIT_SHM_H_INCLUDED_ */
