@@ -97,8 +97,8 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
                                        ngx_http_redis_ratelimit_node_lost);
 
     if (ngx_http_redis_ratelimit_batch_init(cycle->log, &link->nodes,
-                                            &rmcf->script_sha1,
-                                            &ngx_http_redis_ratelimit_batch_handlers)
+                                &rmcf->script_sha1,
+                                &ngx_http_redis_ratelimit_batch_handlers)
         != NGX_OK)
     {
         return NGX_ERROR;
