@@ -64,6 +64,13 @@ TEST(CallProbe, ANodeIsAskedOnceACall) {
     EXPECT_EQ(rrl_call_probe(c.get(), 0), 0);
 }
 
+TEST(CallProbe, CarriesTheCallersCall) {
+    Call c = routed();
+    EXPECT_EQ(rrl_call_data(c.get()), nullptr);
+    rrl_call_set_data(c.get(), &node_a);
+    EXPECT_EQ(rrl_call_data(c.get()), &node_a);
+}
+
 TEST(CallProbe, AnsweredPartsAndPending) {
     Call c = routed();
     EXPECT_EQ(rrl_call_pending(c.get()), 3u);

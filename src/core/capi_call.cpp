@@ -13,6 +13,7 @@
 
 struct rrl_call_s {
     rrl::Call call;
+    void* data = nullptr;
 };
 
 struct rrl_batches_s {
@@ -55,6 +56,14 @@ rrl_call_t* rrl_call_new(int argc, const char** argv, const size_t* argvlen,
 
 void rrl_call_free(rrl_call_t* call) noexcept {
     delete call;
+}
+
+void rrl_call_set_data(rrl_call_t* call, void* data) noexcept {
+    call->data = data;
+}
+
+void* rrl_call_data(const rrl_call_t* call) noexcept {
+    return call->data;
 }
 
 size_t rrl_call_parts(const rrl_call_t* call) noexcept {

@@ -25,6 +25,9 @@ typedef struct rrl_batches_s  rrl_batches_t;
 rrl_call_t *rrl_call_new(int argc, const char **argv, const size_t *argvlen,
     const void *const *zones, size_t n, int cluster) RRL_NOEXCEPT;
 void rrl_call_free(rrl_call_t *call) RRL_NOEXCEPT;
+/* the caller's call the parts are of; NULL until set */
+void rrl_call_set_data(rrl_call_t *call, void *data) RRL_NOEXCEPT;
+void *rrl_call_data(const rrl_call_t *call) RRL_NOEXCEPT;
 size_t rrl_call_parts(const rrl_call_t *call) RRL_NOEXCEPT;
 unsigned rrl_call_slot(const rrl_call_t *call, size_t part) RRL_NOEXCEPT;
 

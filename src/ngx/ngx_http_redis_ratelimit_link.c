@@ -4,11 +4,8 @@
  * node (the server, the primary a Sentinel names, or in a Cluster the
  * primary of the keys' slot, one part per slot), each request's parts under
  * one timeout; they outlive their request if the client goes away. The
- * core keeps each call's parts and their state (rrl_call_*).
- *
- * The parts made in one turn of the event loop for one node and slot go as
- * one EVALSHA of the script's batch form (rrl_batch_*): Redis runs the
- * script once for all of them, and each request is still decided alone.
+ * core keeps each call's parts and their state (rrl_call_*); the parts go
+ * to Redis in batches (batch.c), that tell of them through handlers here.
  */
 
 
@@ -17,27 +14,32 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_link.h"
+#include "ngx_http_redis_ratelimit_batch.h"
 #include "rrl_metrics_count.h"
-#include "rrl_call.h"
 
 
 #define ngx_http_redis_ratelimit_part_node(call, i)                           \
     ((ngx_http_redis_ratelimit_node_t *) rrl_call_node((call)->parts, i))
 
-/*
- * A batch (rrl_batch_t) is open until the turn ends, then sent; the core
- * keeps its command, sent again after NOSCRIPT, MOVED or ASK, when the
- * requests' pools may be gone. Its entries' data: their calls.
- */
-#define ngx_http_redis_ratelimit_batch_node(batch)                            \
-    ((ngx_http_redis_ratelimit_node_t *) rrl_batch_node(batch))
+
+/* this worker's link */
+typedef struct {
+    ngx_http_redis_ratelimit_main_conf_t  *conf;
+    ngx_log_t                   *log;
+    ngx_queue_t                  nodes;       /* every node; node.c fills it */
+    ngx_uint_t                   parked;      /* calls with a request */
+    unsigned                     exiting:1;
+
+    /* one server (Sentinel's and Cluster's are theirs) */
+    ngx_http_redis_ratelimit_node_t   *primary;
+} ngx_http_redis_ratelimit_link_t;
 
 
 struct ngx_http_redis_ratelimit_call_s {
     ngx_http_request_t          *request;     /* NULL once detached */
     ngx_http_redis_ratelimit_ctx_t   *ctx;
     ngx_http_redis_ratelimit_done_pt  done;
-    rrl_call_t                  *parts;
+    rrl_call_t                  *parts;       /* its data: the call */
     ngx_event_t                  timer;       /* command timeout */
     ngx_event_t                  finish;      /* posted on the last reply */
     unsigned                     held:1;      /* not to be freed now */
@@ -45,48 +47,39 @@ struct ngx_http_redis_ratelimit_call_s {
 
 
 static void ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m);
+static void ngx_http_redis_ratelimit_node_lost(
+    ngx_http_redis_ratelimit_node_t *node);
 static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_route(
     ngx_uint_t slot);
-static ngx_int_t ngx_http_redis_ratelimit_enqueue(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
-static void ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev);
-static void ngx_http_redis_ratelimit_batch_send(rrl_batch_t *batch);
-static void ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac,
-    void *reply, void *privdata);
-static ngx_int_t ngx_http_redis_ratelimit_batch_resend(rrl_batch_t *batch,
-    ngx_http_redis_ratelimit_node_t *node);
-static ngx_int_t ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch,
-    redisReply *rr, ngx_uint_t kind);
-static void ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch,
-    redisReply *rr);
-static void ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch,
-    const char *fmt, ...);
-static void ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch,
-    ngx_uint_t failed);
-static ngx_int_t ngx_http_redis_ratelimit_part_out(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
-static void ngx_http_redis_ratelimit_part_unsent(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
-static void ngx_http_redis_ratelimit_part_done(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i);
-static void ngx_http_redis_ratelimit_part_failed(
-    ngx_http_redis_ratelimit_call_t *call, ngx_uint_t i, const char *fmt, ...);
+static ngx_http_redis_ratelimit_node_t *ngx_http_redis_ratelimit_redirect(
+    ngx_http_redis_ratelimit_node_t *from, ngx_uint_t kind, ngx_uint_t slot,
+    u_char *host, in_port_t port);
+static void ngx_http_redis_ratelimit_ask(ngx_uint_t who);
+static void ngx_http_redis_ratelimit_part_answered(rrl_call_t *parts,
+    ngx_uint_t part, u_char *error, size_t len);
+static void ngx_http_redis_ratelimit_call_out(rrl_call_t *parts);
 static void ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_call_probe_timeout(
     ngx_http_redis_ratelimit_call_t *call);
+static void ngx_http_redis_ratelimit_call_failures(
+    ngx_http_redis_ratelimit_call_t *call,
+    int (*fails)(rrl_call_t *parts, size_t part));
 static void ngx_http_redis_ratelimit_call_finish_handler(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_release(
     ngx_http_redis_ratelimit_call_t *call);
-static void ngx_http_redis_ratelimit_node_lost(
-    ngx_http_redis_ratelimit_node_t *node);
 static void ngx_http_redis_ratelimit_call_free(
     ngx_http_redis_ratelimit_call_t *call);
 
 
-ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
+static ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
 
-/* the batches open in this turn */
-static rrl_batches_t  *ngx_http_redis_ratelimit_open;
+static ngx_http_redis_ratelimit_batch_handlers_t
+    ngx_http_redis_ratelimit_batch_handlers = {
+    ngx_http_redis_ratelimit_part_answered,
+    ngx_http_redis_ratelimit_call_out,
+    ngx_http_redis_ratelimit_redirect,
+    ngx_http_redis_ratelimit_ask
+};
 
 
 ngx_int_t
@@ -103,13 +96,13 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_node_init(rmcf, cycle->log, &link->nodes,
                                        ngx_http_redis_ratelimit_node_lost);
 
-    ngx_http_redis_ratelimit_open = rrl_batches_new();
-    if (ngx_http_redis_ratelimit_open == NULL) {
+    if (ngx_http_redis_ratelimit_batch_init(cycle->log, &link->nodes,
+                                &rmcf->script_sha1,
+                                &ngx_http_redis_ratelimit_batch_handlers)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
-
-    link->flush.handler = ngx_http_redis_ratelimit_flush_handler;
-    link->flush.log = cycle->log;
 
     /* metrics: this worker's gauges */
     ngx_http_redis_ratelimit_metrics_gauges(
@@ -152,10 +145,7 @@ ngx_http_redis_ratelimit_link_exit(void)
 
     link->exiting = 1;
 
-    if (link->flush.posted) {
-        ngx_delete_posted_event(&link->flush);
-    }
-
+    ngx_http_redis_ratelimit_batch_exit();
     ngx_http_redis_ratelimit_cluster_exit();
     ngx_http_redis_ratelimit_sentinel_exit();
     ngx_http_redis_ratelimit_node_exit();
@@ -202,18 +192,11 @@ ngx_http_redis_ratelimit_node_lost(ngx_http_redis_ratelimit_node_t *node)
 
     /* a primary gone may have been replaced: ask who serves now */
 
-    switch (link->conf->mode) {
+    if (link->conf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER) {
+        ngx_http_redis_ratelimit_ask(RRL_RETRY_ASK_CLUSTER);
 
-    case NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER:
-        ngx_http_redis_ratelimit_cluster_refresh();
-        break;
-
-    case NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL:
-        if (node == ngx_http_redis_ratelimit_sentinel_primary()) {
-            ngx_http_redis_ratelimit_sentinel_ask();
-        }
-
-        break;
+    } else if (node == ngx_http_redis_ratelimit_sentinel_primary()) {
+        ngx_http_redis_ratelimit_ask(RRL_RETRY_ASK_SENTINEL);
     }
 }
 
@@ -260,6 +243,8 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     if (call->parts == NULL) {
         goto failed;
     }
+
+    rrl_call_set_data(call->parts, call);
 
     nparts = rrl_call_parts(call->parts);
 
@@ -318,9 +303,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     call->finish.log = r->connection->log;
 
     for (i = 0; i < nparts; i++) {
-        if (ngx_http_redis_ratelimit_enqueue(call, i) != NGX_OK) {
-            ngx_http_redis_ratelimit_part_unsent(call, i);
-            ngx_http_redis_ratelimit_part_failed(call, i, "no memory");
+        if (ngx_http_redis_ratelimit_batch_add(call->parts, i) != NGX_OK) {
+            ngx_http_redis_ratelimit_part_answered(call->parts, i,
+                                                   (u_char *) "no memory",
+                                                   sizeof("no memory") - 1);
         }
     }
 
@@ -362,293 +348,23 @@ ngx_http_redis_ratelimit_route(ngx_uint_t slot)
 
 
 /*
- * Adds the part to the open batch of its node and slot, or to a new one;
- * the batches are sent when the turn of the event loop ends (a posted
- * event runs after the others), or at once when full.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_enqueue(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t i)
-{
-    int                               rc, created;
-    rrl_batch_t                      *batch;
-    ngx_http_redis_ratelimit_node_t  *node;
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    node = ngx_http_redis_ratelimit_part_node(call, i);
-
-    batch = rrl_batches_get(ngx_http_redis_ratelimit_open, node,
-                            rrl_call_slot(call->parts, i), &created);
-    if (batch == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (created) {
-        node->batches++;
-
-        if (!link->flush.posted) {
-            ngx_post_event(&link->flush, &ngx_posted_events);
-        }
-    }
-
-    rc = rrl_batch_add(batch, call->parts, i, call);
-
-    if (rc == 1) {
-        /* full */
-        rrl_batches_take(ngx_http_redis_ratelimit_open, batch);
-        ngx_http_redis_ratelimit_batch_send(batch);
-    }
-
-    return (rc == RRL_ERROR) ? NGX_ERROR : NGX_OK;
-}
-
-
-static void
-ngx_http_redis_ratelimit_flush_handler(ngx_event_t *ev)
-{
-    rrl_batch_t                      *batch;
-    ngx_event_t                      *wev;
-    ngx_queue_t                      *q;
-    ngx_http_redis_ratelimit_node_t  *node;
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    while ((batch = rrl_batches_pop(ngx_http_redis_ratelimit_open)) != NULL) {
-        ngx_http_redis_ratelimit_batch_send(batch);
-    }
-
-    /*
-     * write now rather than after the other posted events (responses to
-     * clients, mostly): Redis runs the batches while the worker writes
-     * them; a failed write may free a context, never a node
-     */
-
-    for (q = ngx_queue_head(&link->nodes);
-         q != ngx_queue_sentinel(&link->nodes);
-         q = ngx_queue_next(q))
-    {
-        node = ngx_queue_data(q, ngx_http_redis_ratelimit_node_t, queue);
-
-        if (node->connection && node->connection->write->posted) {
-            wev = node->connection->write;
-            ngx_delete_posted_event(wev);
-            wev->handler(wev);
-        }
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_batch_send(rrl_batch_t *batch)
-{
-    size_t                            i, part, len;
-    ngx_str_t                        *sha;
-    const char                       *command, *what, *error;
-    ngx_http_redis_ratelimit_call_t  *call;
-    ngx_http_redis_ratelimit_node_t  *node;
-
-    node = ngx_http_redis_ratelimit_batch_node(batch);
-
-    /* out of the open batches: the node may only be waited on now */
-    node->batches--;
-
-    /* a request gone (or timed out) in the meantime is not sent */
-
-    for (i = 0; i < rrl_batch_size(batch); /* void */ ) {
-        call = rrl_batch_data(batch, i);
-        part = rrl_batch_part(batch, i);
-
-        if (rrl_call_awaited(call->parts, part)) {
-            i++;
-            continue;
-        }
-
-        ngx_http_redis_ratelimit_part_unsent(call, part);
-        rrl_batch_remove(batch, i);
-        (void) ngx_http_redis_ratelimit_part_out(call, part);
-    }
-
-    if (rrl_batch_size(batch) == 0) {
-        rrl_batch_free(batch);
-        return;
-    }
-
-    if (node->ac == NULL) {
-        what = "";
-        error = "no connection";
-        goto failed;
-    }
-
-    sha = &ngx_http_redis_ratelimit_link.conf->script_sha1;
-
-    command = rrl_batch_command(batch, (char *) sha->data, sha->len,
-                                &len);
-    if (command == NULL) {
-        ngx_http_redis_ratelimit_batch_unsent(batch, 0);
-        ngx_http_redis_ratelimit_batch_fail(batch, "no memory");
-        rrl_batch_free(batch);
-        return;
-    }
-
-    if (ngx_http_redis_ratelimit_command_formatted(node,
-                                      ngx_http_redis_ratelimit_batch_reply,
-                                      batch, command, len)
-        == NGX_OK)
-    {
-        rrl_batch_set_sent(batch, ngx_http_redis_ratelimit_clock());
-        node->in_flight++;
-        return;
-    }
-
-    what = "cannot send: ";
-    error = (node->ac && node->ac->errstr[0]) ? node->ac->errstr : "closing";
-
-failed:
-
-    ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_CONNECTION);
-    ngx_http_redis_ratelimit_batch_unsent(batch, 1);
-    ngx_http_redis_ratelimit_batch_fail(batch, "%s%s", what, error);
-    rrl_batch_free(batch);
-}
-
-
-/*
- * Takes the part out of its batch. NGX_DECLINED: nobody waits for it any
- * more, as its request went away (and its arguments with the request's
- * pool) or timed out; the call of a request gone is freed with its last
- * part.
- */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_part_out(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t i)
-{
-    if (rrl_call_out(call->parts, i)) {
-        return NGX_OK;
-    }
-
-    if (call->request == NULL && !call->held
-        && rrl_call_in_batches(call->parts) == 0)
-    {
-        ngx_http_redis_ratelimit_call_free(call);
-    }
-
-    return NGX_DECLINED;
-}
-
-
-static void
-ngx_http_redis_ratelimit_batch_reply(redisAsyncContext *ac, void *reply,
-    void *privdata)
-{
-    size_t                             len;
-    ngx_uint_t                         kind;
-    const char                        *script;
-    redisReply                        *rr = reply;
-    ngx_http_redis_ratelimit_node_t   *node;
-    rrl_batch_t                       *batch = privdata;
-
-    node = ngx_http_redis_ratelimit_batch_node(batch);
-
-    ngx_http_redis_ratelimit_metrics_reply(rrl_batch_sent(batch), rr);
-
-    kind = (rr != NULL && rr->type == REDIS_REPLY_ERROR)
-           ? (ngx_uint_t) rrl_reply_error_kind(rr->str, rr->len)
-           : RRL_REPLY_ERROR;
-
-    if (rrl_batch_count(batch)) {
-        ngx_http_redis_ratelimit_circuit_outcome(node,
-                               rrl_retry_counts_ok(rr != NULL,
-                                        rr && rr->type == REDIS_REPLY_ARRAY,
-                                        kind));
-    }
-
-    node->in_flight--;
-
-    switch (rrl_batch_retry(batch, kind)) {
-
-    case RRL_RETRY_LOAD_SCRIPT:
-        /* Redis lost the script (restart, SCRIPT FLUSH); it did not run */
-        script = rrl_script(&len);
-
-        if (ngx_http_redis_ratelimit_command(node, NULL, NULL,
-                                             "SCRIPT LOAD %b", script, len)
-            == NGX_OK
-            && ngx_http_redis_ratelimit_batch_resend(batch, node) == NGX_OK)
-        {
-            return;
-        }
-
-        break;
-
-    case RRL_RETRY_REDIRECT:
-        if (ngx_http_redis_ratelimit_redirect(batch, rr, kind) == NGX_OK) {
-            ngx_http_redis_ratelimit_node_idle(node);
-            return;
-        }
-
-        break;
-    }
-
-    ngx_http_redis_ratelimit_batch_answer(batch, rr);
-    rrl_batch_free(batch);
-
-    ngx_http_redis_ratelimit_node_idle(node);
-}
-
-
-static ngx_int_t
-ngx_http_redis_ratelimit_batch_resend(rrl_batch_t *batch,
-    ngx_http_redis_ratelimit_node_t *node)
-{
-    size_t       len;
-    const char  *command;
-
-    /* built once: the core gives it back as it was sent */
-    command = rrl_batch_command(batch, NULL, 0, &len);
-
-    if (command == NULL
-        || ngx_http_redis_ratelimit_command_formatted(node,
-                                      ngx_http_redis_ratelimit_batch_reply,
-                                      batch, command, len)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    rrl_batch_set_sent(batch, ngx_http_redis_ratelimit_clock());
-    node->in_flight++;
-
-    /* counted anew; a probe was the first node's: its reply ended it */
-    rrl_batch_resent(batch, node);
-
-    return NGX_OK;
-}
-
-
-/*
  * MOVED: the slot has a new primary for good; the map is refreshed, and the
  * batch goes there now. ASK: the keys are being migrated; this batch alone
- * goes to the target, after ASKING.
+ * goes to the target (batch.c sends ASKING).
  */
 
-static ngx_int_t
-ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch, redisReply *rr,
-    ngx_uint_t kind)
+static ngx_http_redis_ratelimit_node_t *
+ngx_http_redis_ratelimit_redirect(ngx_http_redis_ratelimit_node_t *from,
+    ngx_uint_t kind, ngx_uint_t slot, u_char *host, in_port_t port)
 {
-    unsigned                          slot, port;
     ngx_http_redis_ratelimit_node_t  *node;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-    char                              host[RRL_HOST_MAX];
 
-    if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER
-        || rrl_reply_redirect(rr->str, rr->len, &slot, host, &port) != RRL_OK
-        || slot != rrl_batch_slot(batch))
-    {
-        return NGX_ERROR;
+    if (link->conf->mode != NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER) {
+        return NULL;
     }
 
-    if (!ngx_http_redis_ratelimit_numeric(host)) {
+    if (!ngx_http_redis_ratelimit_numeric((char *) host)) {
         /*
          * a name (cluster-preferred-endpoint-type hostname): a worker never
          * resolves; the batch fails, and its answer refreshes the map
@@ -657,16 +373,14 @@ ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch, redisReply *rr,
                                      "redis_ratelimit: %s from %V names "
                                      "\"%s\", not a numeric address",
                                      kind == RRL_REPLY_MOVED ? "MOVED" : "ASK",
-                                     &ngx_http_redis_ratelimit_batch_node(
-                                         batch)->name, host);
-        return NGX_ERROR;
+                                     &from->name, host);
+        return NULL;
     }
 
     node = ngx_http_redis_ratelimit_node_get(NGX_HTTP_REDIS_RATELIMIT_DATA,
-                                             (u_char *) host,
-                                             (in_port_t) port, NULL);
+                                             host, port, NULL);
     if (node == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     if (kind == RRL_REPLY_MOVED) {
@@ -678,202 +392,73 @@ ngx_http_redis_ratelimit_redirect(rrl_batch_t *batch, redisReply *rr,
         ngx_http_redis_ratelimit_node_connect(node);
     }
 
-    if (node->ac == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (kind == RRL_REPLY_ASK
-        && ngx_http_redis_ratelimit_command(node, NULL, NULL, "ASKING")
-           != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_redis_ratelimit_batch_resend(batch, node);
+    return node->ac ? node : NULL;
 }
 
 
-/* each part waiting gets its request's share of the reply */
+/* a node lost, or an error reply: who serves now is asked */
 
 static void
-ngx_http_redis_ratelimit_batch_answer(rrl_batch_t *batch, redisReply *rr)
+ngx_http_redis_ratelimit_ask(ngx_uint_t who)
 {
-    size_t                            i, j, k, n, part, len;
-    int64_t                          *values;
-    ngx_http_redis_ratelimit_call_t  *call;
-    u_char                            text[128];
+    switch (who) {
 
-    if (rr == NULL) {
-        ngx_http_redis_ratelimit_batch_fail(batch, "connection lost");
-        return;
-    }
-
-    if (rr->type == REDIS_REPLY_ERROR) {
-        switch (rrl_retry_ask(rrl_reply_error_kind(rr->str, rr->len))) {
-
-        case RRL_RETRY_ASK_SENTINEL:
-            /* not, or no more, the primary */
-            if (ngx_http_redis_ratelimit_link.conf->mode
-                == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
-            {
-                ngx_http_redis_ratelimit_sentinel_ask();
-            }
-
-            break;
-
-        case RRL_RETRY_ASK_CLUSTER:
-            ngx_http_redis_ratelimit_cluster_refresh();
-            break;
+    case RRL_RETRY_ASK_SENTINEL:
+        /* not, or no more, the primary */
+        if (ngx_http_redis_ratelimit_link.conf->mode
+            == NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL)
+        {
+            ngx_http_redis_ratelimit_sentinel_ask();
         }
 
-        /* escaped: a hostile server must not forge log lines */
-        len = rrl_printable((char *) text, sizeof(text),
-                            (u_char *) rr->str, rr->len);
-        ngx_http_redis_ratelimit_batch_fail(batch, "%*s", len, text);
-        return;
-    }
+        break;
 
-    if (rr->type != REDIS_REPLY_ARRAY
-        || rr->elements != rrl_batch_values(batch))
-    {
-        ngx_http_redis_ratelimit_batch_fail(batch, "unexpected reply type %d",
-                                            rr->type);
-        return;
-    }
-
-    for (i = 0; i < rr->elements; i++) {
-        if (rr->element[i]->type != REDIS_REPLY_INTEGER) {
-            ngx_http_redis_ratelimit_batch_fail(batch,
-                                               "unexpected element type %d",
-                                               rr->element[i]->type);
-            return;
-        }
-    }
-
-    for (i = 0; i < rrl_batch_size(batch); i++) {
-        call = rrl_batch_data(batch, i);
-        part = rrl_batch_part(batch, i);
-        k = rrl_batch_share(batch, i);
-
-        if (ngx_http_redis_ratelimit_part_out(call, part) != NGX_OK) {
-            continue;
-        }
-
-        n = rrl_call_values(call->parts, part);
-        values = rrl_call_reply(call->parts, part);
-
-        for (j = 0; j < n; j++) {
-            values[j] = rr->element[k + j]->integer;
-        }
-
-        ngx_http_redis_ratelimit_part_done(call, part);
+    case RRL_RETRY_ASK_CLUSTER:
+        ngx_http_redis_ratelimit_cluster_refresh();
+        break;
     }
 }
 
 
-static void
-ngx_http_redis_ratelimit_batch_fail(rrl_batch_t *batch, const char *fmt,
-    ...)
-{
-    u_char                           *p;
-    size_t                            i, part;
-    va_list                           args;
-    ngx_http_redis_ratelimit_call_t  *call;
-    u_char                            error[128];
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(error, error + sizeof(error), fmt, args);
-    va_end(args);
-
-    for (i = 0; i < rrl_batch_size(batch); i++) {
-        call = rrl_batch_data(batch, i);
-        part = rrl_batch_part(batch, i);
-
-        if (ngx_http_redis_ratelimit_part_out(call, part) == NGX_OK) {
-            ngx_http_redis_ratelimit_part_failed(call, part, "%*s",
-                                                 (size_t) (p - error), error);
-        }
-    }
-}
-
-
-/*
- * A batch that cannot be sent: a failure of its node when the node is at
- * fault (no connection, a write refused), once; else its probes abandoned
- */
+/* a part's reply is in, or it failed (error): the call finishes on its last */
 
 static void
-ngx_http_redis_ratelimit_batch_unsent(rrl_batch_t *batch, ngx_uint_t failed)
+ngx_http_redis_ratelimit_part_answered(rrl_call_t *parts, ngx_uint_t part,
+    u_char *error, size_t len)
 {
-    size_t  i;
+    ngx_http_redis_ratelimit_call_t    *call = rrl_call_data(parts);
+    ngx_http_redis_ratelimit_result_t  *result = &call->ctx->result;
 
-    if (failed) {
-        if (rrl_batch_count(batch)) {
-            ngx_http_redis_ratelimit_circuit_outcome(
-                                  ngx_http_redis_ratelimit_batch_node(batch),
-                                  0);
-        }
-
-        return;
+    if (error && result->node == NULL) {
+        /* the first failure tells */
+        result->error_len = ngx_min(len, sizeof(result->error));
+        ngx_memcpy(result->error, error, result->error_len);
+        result->node = &ngx_http_redis_ratelimit_part_node(call, part)->name;
     }
 
-    for (i = 0; i < rrl_batch_size(batch); i++) {
-        ngx_http_redis_ratelimit_part_unsent(
-                                      rrl_batch_data(batch, i),
-                                      rrl_batch_part(batch, i));
-    }
-}
-
-
-/*
- * A part that is not sent: the probe it holds, if the breaker has not seen
- * its outcome, is abandoned (the next call probes).
- */
-
-static void
-ngx_http_redis_ratelimit_part_unsent(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t i)
-{
-    if (rrl_call_unsent(call->parts, i)) {
-        ngx_http_redis_ratelimit_circuit_abandon(
-                                  ngx_http_redis_ratelimit_part_node(call, i));
-    }
-}
-
-
-static void
-ngx_http_redis_ratelimit_part_done(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t i)
-{
-    if (rrl_call_answer(call->parts, i) == 0) {
+    if (rrl_call_answer(parts, part) == 0) {
         /* resume the request from the event loop, not from inside hiredis */
         ngx_post_event(&call->finish, &ngx_posted_events);
     }
 }
 
 
+/*
+ * A part nobody waits for any more left its batch: its request went away
+ * (and its arguments with the request's pool) or timed out; the call of a
+ * request gone is freed with its last part.
+ */
+
 static void
-ngx_http_redis_ratelimit_part_failed(ngx_http_redis_ratelimit_call_t *call,
-    ngx_uint_t i, const char *fmt, ...)
+ngx_http_redis_ratelimit_call_out(rrl_call_t *parts)
 {
-    va_list                             args;
-    u_char                             *p;
-    ngx_http_redis_ratelimit_result_t  *result;
+    ngx_http_redis_ratelimit_call_t  *call = rrl_call_data(parts);
 
-    result = &call->ctx->result;
-
-    if (result->node == NULL) {
-        /* the first failure tells */
-        va_start(args, fmt);
-        p = ngx_vslprintf(result->error,
-                          result->error + sizeof(result->error), fmt, args);
-        va_end(args);
-
-        result->error_len = p - result->error;
-        result->node = &ngx_http_redis_ratelimit_part_node(call, i)->name;
+    if (call->request == NULL && !call->held
+        && rrl_call_in_batches(parts) == 0)
+    {
+        ngx_http_redis_ratelimit_call_free(call);
     }
-
-    ngx_http_redis_ratelimit_part_done(call, i);
 }
 
 
@@ -882,7 +467,7 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
 {
     ngx_http_redis_ratelimit_call_t  *call = ev->data;
 
-    ngx_uint_t                          i, n;
+    ngx_uint_t                          i;
     ngx_http_redis_ratelimit_result_t  *result;
 
     if (call->request == NULL) {
@@ -913,16 +498,7 @@ ngx_http_redis_ratelimit_call_timeout_handler(ngx_event_t *ev)
     }
 
     /* a failure for each node waited on, once */
-
-    n = rrl_call_parts(call->parts);
-
-    for (i = 0; i < n; i++) {
-        if (rrl_call_fails(call->parts, i)) {
-            ngx_http_redis_ratelimit_circuit_outcome(
-                                  ngx_http_redis_ratelimit_part_node(call, i),
-                                  0);
-        }
-    }
+    ngx_http_redis_ratelimit_call_failures(call, rrl_call_fails);
 
     ngx_http_redis_ratelimit_metrics_error(RRL_METRICS_ERR_TIMEOUT);
     ngx_http_redis_ratelimit_call_finish_handler(&call->finish);
@@ -940,23 +516,30 @@ static void
 ngx_http_redis_ratelimit_call_probe_timeout(
     ngx_http_redis_ratelimit_call_t *call)
 {
-    ngx_uint_t  i, n;
-
     call->held = 1;
-    n = rrl_call_parts(call->parts);
-
-    for (i = 0; i < n; i++) {
-        if (rrl_call_probe_lost(call->parts, i)) {
-            ngx_http_redis_ratelimit_circuit_outcome(
-                                  ngx_http_redis_ratelimit_part_node(call, i),
-                                  0);
-        }
-    }
-
+    ngx_http_redis_ratelimit_call_failures(call, rrl_call_probe_lost);
     call->held = 0;
 
     if (rrl_call_in_batches(call->parts) == 0) {
         ngx_http_redis_ratelimit_call_free(call);
+    }
+}
+
+
+/* a failure of the node of each part that fails() says is one, once */
+
+static void
+ngx_http_redis_ratelimit_call_failures(ngx_http_redis_ratelimit_call_t *call,
+    int (*fails)(rrl_call_t *parts, size_t part))
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < rrl_call_parts(call->parts); i++) {
+        if (fails(call->parts, i)) {
+            ngx_http_redis_ratelimit_circuit_outcome(
+                                  ngx_http_redis_ratelimit_part_node(call, i),
+                                  0);
+        }
     }
 }
 

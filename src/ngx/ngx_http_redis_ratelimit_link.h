@@ -1,8 +1,8 @@
 
 /*
- * The per-worker Redis link, inside: the nodes (one hiredis connection to
- * one address each), and what routes calls to them in each mode: one
- * server, the primary a Sentinel names, or the primary of a Cluster slot.
+ * The per-worker Redis link, inside: what routes calls to the nodes in
+ * each mode: one server, the primary a Sentinel names, or the primary of a
+ * Cluster slot.
  */
 
 
@@ -14,22 +14,6 @@
 #include <ngx_core.h>
 
 #include "ngx_http_redis_ratelimit_node.h"
-
-
-typedef struct {
-    ngx_http_redis_ratelimit_main_conf_t  *conf;
-    ngx_log_t                   *log;
-    ngx_queue_t                  nodes;       /* every node; node.c fills it */
-    ngx_uint_t                   parked;      /* calls with a request */
-    ngx_event_t                  flush;       /* sends open batches */
-    unsigned                     exiting:1;
-
-    /* one server (Sentinel's and Cluster's are theirs) */
-    ngx_http_redis_ratelimit_node_t   *primary;
-} ngx_http_redis_ratelimit_link_t;
-
-
-extern ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link;
 
 
 /* cluster: the slot map */
