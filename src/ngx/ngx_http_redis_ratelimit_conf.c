@@ -31,11 +31,8 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
 
-    u_char                            *p;
-    ngx_str_t                         *value, *args[4];
-    ngx_uint_t                         i;
+    ngx_str_t                         *value;
     rrl_conf_t                         c;
-    uint64_t                           numbers[4];
     rrl_zone_conf_t                   *zc;
     ngx_http_redis_ratelimit_zone_t   *zone, *first;
     ngx_http_compile_complex_value_t   ccv;
@@ -89,31 +86,6 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "directive, first defined in %s:%ui",
                            &zone->name, &cmd->name, first->file, first->line);
         return NGX_CONF_ERROR;
-    }
-
-    /* the script's arguments and the header value, formatted once */
-
-    p = ngx_pnalloc(cf->pool, 4 * NGX_INT64_LEN);
-    if (p == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    zone->algorithm_arg.data = (u_char *) rrl_algorithm_name(zone->algorithm);
-    zone->algorithm_arg.len = ngx_strlen(zone->algorithm_arg.data);
-
-    args[0] = &zone->limit_arg;
-    numbers[0] = zc->limit;
-    args[1] = &zone->period_arg;
-    numbers[1] = zc->period_ms;
-    args[2] = &zone->burst_arg;
-    numbers[2] = zc->burst;
-    args[3] = &zone->capacity_value;
-    numbers[3] = zc->capacity;
-
-    for (i = 0; i < 4; i++) {
-        args[i]->data = p;
-        p = ngx_sprintf(p, "%uL", numbers[i]);
-        args[i]->len = p - args[i]->data;
     }
 
     return NGX_CONF_OK;
@@ -193,7 +165,6 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     ngx_http_redis_ratelimit_str(&limit->zone_name, &c.u.limit.zone_name);
-    ngx_http_redis_ratelimit_str(&limit->cost_arg, &c.u.limit.cost_arg);
     limit->cost = (ngx_uint_t) c.u.limit.cost;
 
     limits = rlcf->limits.elts;

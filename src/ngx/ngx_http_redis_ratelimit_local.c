@@ -149,28 +149,6 @@ done:
 }
 
 
-void
-ngx_http_redis_ratelimit_local_limits(ngx_http_redis_ratelimit_zone_t *zone,
-    ngx_uint_t share, ngx_uint_t *limit, ngx_uint_t *burst)
-{
-    uint64_t  l, b;
-
-    rrl_local_share(zone->algorithm, zone->limit, zone->burst, share, &l, &b);
-
-    *limit = (ngx_uint_t) l;
-    *burst = (ngx_uint_t) b;
-}
-
-
-ngx_uint_t
-ngx_http_redis_ratelimit_local_capacity(ngx_http_redis_ratelimit_zone_t *zone,
-    ngx_uint_t share)
-{
-    return (ngx_uint_t) rrl_local_capacity(zone->algorithm, zone->limit,
-                                           zone->burst, share);
-}
-
-
 /* the zone of "local_zone=NAME:SIZE", or the default one: fc is checked */
 
 char *

@@ -45,13 +45,6 @@ typedef struct {
     uint64_t                     period;      /* ms: over 49 days fits too */
     ngx_str_t                    rate;        /* as written, for logs */
 
-    /* the script's ARGV for this zone, formatted once */
-    ngx_str_t                    algorithm_arg;
-    ngx_str_t                    limit_arg;
-    ngx_str_t                    period_arg;
-    ngx_str_t                    burst_arg;
-    ngx_str_t                    capacity_value; /* X-RateLimit-Limit */
-
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
 
@@ -67,7 +60,6 @@ typedef struct {
     ngx_http_redis_ratelimit_zone_t  *zone;   /* resolved at merge */
     ngx_http_complex_value_t    *cost_value; /* NULL: constant cost */
     ngx_uint_t                   cost;
-    ngx_str_t                    cost_arg;
 
     u_char                      *file;
     ngx_uint_t                   line;
@@ -276,15 +268,6 @@ char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
  */
 ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-
-/* N and burst of a zone decided locally with local_share=1/share */
-void ngx_http_redis_ratelimit_local_limits(
-    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share,
-    ngx_uint_t *limit, ngx_uint_t *burst);
-
-/* X-RateLimit-Limit of a zone decided locally with local_share=1/share */
-ngx_uint_t ngx_http_redis_ratelimit_local_capacity(
-    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t share);
 
 /* deny cache: rejections learned from Redis, answered without it */
 
