@@ -164,11 +164,11 @@ ngx_http_redis_ratelimit_deny_limit(ngx_http_redis_ratelimit_main_conf_t *rmcf,
     zone = ctx->limits[i]->zone;
     dctx = rmcf->deny_zone->data;
 
-    key->data = (u_char *) ctx->argv[3 + i];
-    key->len = ctx->argvlen[3 + i];
+    key->data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+    key->len = ctx->argvlen[RRL_CALL_KEY(i)];
 
     *limit = rrl_deny_limit((int) zone->algorithm, zone->limit, zone->period,
-                            zone->burst, dctx->redis, ctx->costs[i]);
+                            zone->burst, dctx->redis, ctx->call_limits[i].cost);
 
     return rrl_deny_usable(ctx->conf->dry_run,
                            rmcf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER,

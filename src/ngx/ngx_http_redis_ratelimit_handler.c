@@ -176,7 +176,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     char                                  *buf;
     size_t                                 size;
     ngx_str_t                              key, cost;
-    ngx_uint_t                             i, n, nkeys, *costs;
+    ngx_uint_t                             i, n, nkeys;
     rrl_call_limit_t                      *call, *c;
     ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limits, **active;
@@ -188,10 +188,9 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     n = rlcf->limits.nelts;
 
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
-    costs = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
     call = ngx_palloc(r->pool, n * sizeof(rrl_call_limit_t));
 
-    if (active == NULL || costs == NULL || call == NULL) {
+    if (active == NULL || call == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -208,7 +207,8 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             continue;
         }
 
-        costs[nkeys] = limits[i].cost;
+        c = &call[nkeys];
+        c->cost = limits[i].cost;
 
         if (limits[i].cost_value) {
             if (ngx_http_complex_value(r, limits[i].cost_value, &cost)
@@ -217,18 +217,15 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            /* at most RRL_OVER_COST: it fits an ngx_uint_t of 32 bits */
-            costs[nkeys] = (ngx_uint_t) rrl_cost_parse(cost.data, cost.len);
+            c->cost = rrl_cost_parse(cost.data, cost.len);
         }
 
-        c = &call[nkeys];
         c->zone = (char *) zone->name.data;
         c->zone_len = zone->name.len;
         c->algorithm = zone->algorithm;
         c->limit = zone->limit;
         c->period_ms = zone->period;
         c->burst = zone->burst;
-        c->cost = costs[nkeys];
         c->key = key.data;
         c->key_len = key.len;
 
@@ -238,7 +235,6 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ctx->nlimits = nkeys;
     ctx->limits = active;
     ctx->call_limits = call;
-    ctx->costs = costs;
 
     if (nkeys == 0) {
         return NGX_OK;

@@ -73,8 +73,8 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&lctx->shm);
 
     for (i = 0; i < n; i++) {
-        key.data = (u_char *) ctx->argv[3 + i];
-        key.len = ctx->argvlen[3 + i];
+        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
 
         if (key.len > 0xffff) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -90,7 +90,7 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
         limits[i].limit = zone->limit;
         limits[i].period_ms = zone->period;
         limits[i].burst = zone->burst;
-        limits[i].cost = ctx->costs[i];
+        limits[i].cost = ctx->call_limits[i].cost;
         limits[i].entry = NULL;
 
         nodes[i] = ngx_http_redis_ratelimit_shm_get(&lctx->shm, &key, now, 0);
@@ -121,8 +121,8 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             continue;
         }
 
-        key.data = (u_char *) ctx->argv[3 + i];
-        key.len = ctx->argvlen[3 + i];
+        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
 
         nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key, now);
         if (nodes[i] == NULL) {

@@ -156,7 +156,6 @@ typedef struct {
     ngx_uint_t                   nlimits;     /* those with a key */
     ngx_http_redis_ratelimit_limit_t    **limits;
     rrl_call_limit_t            *call_limits; /* theirs, with key and cost */
-    ngx_uint_t                  *costs;
 
     int                          argc;
     const char                 **argv;
