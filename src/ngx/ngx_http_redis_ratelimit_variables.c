@@ -12,6 +12,10 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
+/* a variable's value, bytes: a number, a status or a zone name */
+#define NGX_HTTP_REDIS_RATELIMIT_VALUE_ROOM  64
+
+
 static ngx_int_t ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
@@ -60,20 +64,31 @@ ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
 
     ngx_http_redis_ratelimit_shown(ctx, &shown);
 
-    /* twice: its length (0: not found), then the value */
+    /* once in the common case: again only for a value longer than room */
 
-    len = rrl_shown_variable(NULL, 0, (int) data, &shown);
+    v->data = ngx_pnalloc(r->pool, NGX_HTTP_REDIS_RATELIMIT_VALUE_ROOM);
+    if (v->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    len = rrl_shown_variable((char *) v->data,
+                             NGX_HTTP_REDIS_RATELIMIT_VALUE_ROOM, (int) data,
+                             &shown);
     if (len == 0) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    v->data = ngx_pnalloc(r->pool, len);
-    if (v->data == NULL) {
-        return NGX_ERROR;
+    if (len > NGX_HTTP_REDIS_RATELIMIT_VALUE_ROOM) {
+        v->data = ngx_pnalloc(r->pool, len);
+        if (v->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        (void) rrl_shown_variable((char *) v->data, len, (int) data, &shown);
     }
 
-    v->len = rrl_shown_variable((char *) v->data, len, (int) data, &shown);
+    v->len = len;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
