@@ -259,3 +259,97 @@ TEST(ServerConfCApi, AnExceptionFailsTheDirective) {
 }
 
 }  // namespace
+
+// TLS: "tls" ends the addresses as "cluster" does; its settings need it
+TEST(ServerConf, TlsParameters) {
+    rrl::ServerConf conf;
+    std::string error =
+        parse({"a:1", "b:2", "tls", "sentinel=m", "tls_ca=/ca.pem",
+               "tls_cert=/c.pem", "tls_key=/k.pem", "tls_server_name=r.example",
+               "tls_verify=off", "sentinel_tls=off"},
+              conf);
+    if (!rrl::tls_built()) {
+        EXPECT_EQ(error,
+                  "\"tls\" in \"redis_ratelimit_server\" directive needs a "
+                  "module built with hiredis >= 1.0 with TLS (hiredis_ssl); "
+                  "this one was built without it");
+        return;
+    }
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(conf.addresses, 2u);
+    EXPECT_TRUE(conf.tls);
+    EXPECT_EQ(conf.tls_ca, "/ca.pem");
+    EXPECT_EQ(conf.tls_cert, "/c.pem");
+    EXPECT_EQ(conf.tls_key, "/k.pem");
+    EXPECT_EQ(conf.tls_server_name, "r.example");
+    EXPECT_EQ(conf.tls_verify, false);
+    EXPECT_EQ(conf.sentinel_tls, false);
+}
+
+TEST(ServerConf, TlsDefaults) {
+    rrl::ServerConf plain;
+    EXPECT_EQ(parse({"a"}, plain), "");
+    EXPECT_FALSE(plain.tls);
+    EXPECT_EQ(plain.tls_verify, true);
+    EXPECT_EQ(plain.sentinel_tls, false);
+
+    if (!rrl::tls_built()) return;
+    rrl::ServerConf conf;
+    EXPECT_EQ(parse({"a", "b", "sentinel=m", "tls"}, conf), "");
+    EXPECT_EQ(conf.tls_verify, true);
+    EXPECT_EQ(conf.sentinel_tls, true);
+    EXPECT_TRUE(conf.tls_ca.empty());
+    EXPECT_TRUE(conf.tls_server_name.empty());
+}
+
+TEST(ServerConf, TlsErrors) {
+    EXPECT_EQ(
+        error_of({"a", "tls_verify=maybe"}),
+        "invalid value \"tls_verify=maybe\" in \"redis_ratelimit_server\" "
+        "directive, it must be \"on\" or \"off\"");
+    EXPECT_EQ(error_of({"a", "sentinel_tls=1"}),
+              "invalid value \"sentinel_tls=1\" in \"redis_ratelimit_server\" "
+              "directive, it must be \"on\" or \"off\"");
+    EXPECT_EQ(error_of({"a", "tls_ca="}),
+              "invalid parameter \"tls_ca=\" in \"redis_ratelimit_server\" "
+              "directive");
+    for (const char* word :
+         {"tls_ca=/x", "tls_cert=/x", "tls_key=/x", "tls_server_name=x",
+          "tls_verify=on", "sentinel_tls=off"}) {
+        std::string name(word, std::strchr(word, '=') + 1);
+        EXPECT_EQ(error_of({"a", word}),
+                  "\"" + name +
+                      "\" needs \"tls\" in "
+                      "\"redis_ratelimit_server\" directive")
+            << word;
+    }
+    EXPECT_EQ(error_of({"a", "tls", "tls_cert=/c"}),
+              "\"tls_cert=\" needs \"tls_key=\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"a", "tls", "tls_key=/k"}),
+              "\"tls_key=\" needs \"tls_cert=\" in \"redis_ratelimit_server\" "
+              "directive");
+    EXPECT_EQ(error_of({"a", "tls", "sentinel_tls=off"}),
+              "\"sentinel_tls=\" needs \"sentinel=NAME\" in "
+              "\"redis_ratelimit_server\" directive");
+    EXPECT_EQ(error_of({"tls"}),
+              "no address in \"redis_ratelimit_server\" directive");
+}
+
+TEST(ServerConfCApi, Tls) {
+    CConf conf;
+    EXPECT_EQ(conf.c.u.server.tls_verify, -1);
+    EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(conf.word("tls"), RRL_OK);
+    EXPECT_EQ(conf.word("tls_server_name=n"), RRL_OK);
+    if (!rrl::tls_built()) {
+        EXPECT_EQ(conf.done(), RRL_ERROR);
+        return;
+    }
+    EXPECT_EQ(conf.done(), RRL_OK);
+    const rrl_server_conf_t& s = conf.c.u.server;
+    EXPECT_EQ(s.tls, 1);
+    EXPECT_EQ(s.tls_verify, 1);
+    EXPECT_EQ(s.sentinel_tls, 1);
+    EXPECT_EQ(std::string(s.tls_server_name.data, s.tls_server_name.len), "n");
+}

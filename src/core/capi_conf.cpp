@@ -58,6 +58,13 @@ rrl::ServerConf to_cpp(const rrl_server_conf_t& c) {
     s.sentinel_password = view(c.sentinel_password);
     s.addresses = c.addresses;
     s.parameters = c.parameters != 0;
+    s.tls = c.tls != 0;
+    s.tls_ca = view(c.tls_ca);
+    s.tls_cert = view(c.tls_cert);
+    s.tls_key = view(c.tls_key);
+    s.tls_server_name = view(c.tls_server_name);
+    if (c.tls_verify >= 0) s.tls_verify = c.tls_verify != 0;
+    if (c.sentinel_tls >= 0) s.sentinel_tls = c.sentinel_tls != 0;
     return s;
 }
 
@@ -75,6 +82,13 @@ void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
     c->sentinel_password = str(s.sentinel_password);
     c->addresses = s.addresses;
     c->parameters = s.parameters ? 1 : 0;
+    c->tls = s.tls ? 1 : 0;
+    c->tls_ca = str(s.tls_ca);
+    c->tls_cert = str(s.tls_cert);
+    c->tls_key = str(s.tls_key);
+    c->tls_server_name = str(s.tls_server_name);
+    c->tls_verify = s.tls_verify ? (*s.tls_verify ? 1 : 0) : -1;
+    c->sentinel_tls = s.sentinel_tls ? (*s.sentinel_tls ? 1 : 0) : -1;
 }
 
 rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {

@@ -48,6 +48,13 @@ typedef struct {
     rrl_conf_str_t  sentinel_password;
     size_t          addresses;
     int             parameters;    /* the addresses are over */
+    int             tls;
+    rrl_conf_str_t  tls_ca;        /* empty: the system's CAs */
+    rrl_conf_str_t  tls_cert;      /* with tls_key: a client certificate */
+    rrl_conf_str_t  tls_key;
+    rrl_conf_str_t  tls_server_name;  /* empty: each address's host */
+    int             tls_verify;    /* -1: not given, 1 once done */
+    int             sentinel_tls;  /* -1: not given, as tls once done */
 } rrl_server_conf_t;
 /* RRL_CONF_HOST: an address word, to resolve */
 

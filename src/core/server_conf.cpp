@@ -1,5 +1,7 @@
 #include "server_conf.hpp"
 
+#include <utility>
+
 #include "conf_word.hpp"
 
 namespace rrl {
@@ -46,6 +48,25 @@ std::string number_param(ServerConf& conf, const NumberParam& param,
     return "";
 }
 
+// "on" or "off" of name=
+std::string on_off(std::optional<bool>& field, std::string_view directive,
+                   std::string_view word, std::string_view value) {
+    if (value != "on" && value != "off") {
+        return "invalid value " + quoted(word) + in_directive(directive) +
+               ", it must be \"on\" or \"off\"";
+    }
+    field = (value == "on");
+    return "";
+}
+
+// a file or a name: not empty
+std::string tls_word(std::string_view& field, std::string_view directive,
+                     std::string_view word, std::string_view value) {
+    if (value.empty()) return invalid_parameter(word, directive);
+    field = value;
+    return "";
+}
+
 std::string parameter(ServerConf& conf, std::string_view directive,
                       std::string_view word, const TimeParser& parse_time) {
     for (const NumberParam& param : number_params) {
@@ -79,7 +100,21 @@ std::string parameter(ServerConf& conf, std::string_view directive,
         return "";
     }
 
-    if (auto v = conf_value(word, "password=")) {
+    if (word == "tls") {
+        conf.tls = true;
+    } else if (auto v = conf_value(word, "tls_ca=")) {
+        return tls_word(conf.tls_ca, directive, word, *v);
+    } else if (auto v = conf_value(word, "tls_cert=")) {
+        return tls_word(conf.tls_cert, directive, word, *v);
+    } else if (auto v = conf_value(word, "tls_key=")) {
+        return tls_word(conf.tls_key, directive, word, *v);
+    } else if (auto v = conf_value(word, "tls_server_name=")) {
+        return tls_word(conf.tls_server_name, directive, word, *v);
+    } else if (auto v = conf_value(word, "tls_verify=")) {
+        return on_off(conf.tls_verify, directive, word, *v);
+    } else if (auto v = conf_value(word, "sentinel_tls=")) {
+        return on_off(conf.sentinel_tls, directive, word, *v);
+    } else if (auto v = conf_value(word, "password=")) {
         conf.password = *v;
     } else if (auto v = conf_value(word, "username=")) {
         conf.username = *v;
@@ -97,13 +132,59 @@ std::string parameter(ServerConf& conf, std::string_view directive,
     return "";
 }
 
+std::string needs(std::string_view what, std::string_view other,
+                  std::string_view directive) {
+    return quoted(what) + " needs " + quoted(other) + " in " +
+           quoted(directive) + " directive";
+}
+
+std::string tls_done(ServerConf& conf, std::string_view directive) {
+    if (!conf.tls) {
+        const std::pair<bool, const char*> given[] = {
+            {!conf.tls_ca.empty(), "tls_ca="},
+            {!conf.tls_cert.empty(), "tls_cert="},
+            {!conf.tls_key.empty(), "tls_key="},
+            {!conf.tls_server_name.empty(), "tls_server_name="},
+            {conf.tls_verify.has_value(), "tls_verify="},
+            {conf.sentinel_tls.has_value(), "sentinel_tls="}};
+        for (const auto& [is, name] : given) {
+            if (is) return needs(name, "tls", directive);
+        }
+    }
+    if (conf.tls_cert.empty() != conf.tls_key.empty()) {
+        return conf.tls_cert.empty()
+                   ? needs("tls_key=", "tls_cert=", directive)
+                   : needs("tls_cert=", "tls_key=", directive);
+    }
+    if (conf.sentinel_tls && conf.mode != ServerMode::sentinel) {
+        return needs("sentinel_tls=", "sentinel=NAME", directive);
+    }
+    if (conf.tls && !tls_built()) {
+        return quoted("tls") + " in " + quoted(directive) +
+               " directive needs a module built with hiredis >= 1.0 with TLS "
+               "(hiredis_ssl); this one was built without it";
+    }
+    if (!conf.tls_verify) conf.tls_verify = true;
+    if (!conf.sentinel_tls) conf.sentinel_tls = conf.tls;
+    return "";
+}
+
 }  // namespace
+
+bool tls_built() {
+#ifdef RRL_HAVE_TLS
+    return true;
+#else
+    return false;
+#endif
+}
 
 ConfWord server_conf_word(ServerConf& conf, std::string_view directive,
                           std::string_view word, const TimeParser& parse_time) {
     if (!conf.parameters) {
         // the addresses, then the parameters
-        if (word.find('=') == std::string_view::npos && word != "cluster") {
+        if (word.find('=') == std::string_view::npos && word != "cluster" &&
+            word != "tls") {
             conf.addresses++;
             return {true, ""};
         }
@@ -139,6 +220,9 @@ std::string server_conf_done(ServerConf& conf, std::string_view directive) {
         return "\"username=\" needs \"password=\" in " + quoted(directive) +
                " directive";
     }
+
+    std::string tls = tls_done(conf, directive);
+    if (!tls.empty()) return tls;
 
     if (!conf.db) conf.db = 0;
     return "";

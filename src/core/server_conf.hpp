@@ -1,7 +1,9 @@
 // The grammar of "redis_ratelimit_server ADDRESS... [cluster |
 // sentinel=NAME] [timeout=T] [connect_timeout=T] [username=U] [password=P]
 // [sentinel_password=P] [db=N] [max_failures=N] [cooldown=T]
-// [max_parked=N]" and its cross-checks. The addresses themselves are the
+// [max_parked=N] [tls] [tls_ca=FILE] [tls_cert=FILE tls_key=FILE]
+// [tls_server_name=NAME] [tls_verify=on|off] [sentinel_tls=on|off]" and its
+// cross-checks. The addresses themselves are the
 // host's to resolve: it is told which words are addresses.
 #pragma once
 
@@ -31,7 +33,19 @@ struct ServerConf {
     std::string_view sentinel_password;
     std::size_t addresses = 0;
     bool parameters = false;  // the addresses are over
+
+    // TLS, to the Redis and (unless sentinel_tls=off) to the sentinels
+    bool tls = false;
+    std::string_view tls_ca;    // "": the system's CAs
+    std::string_view tls_cert;  // with tls_key: a client certificate
+    std::string_view tls_key;
+    std::string_view tls_server_name;  // "": each address's host
+    std::optional<bool> tls_verify;    // on unless off; true once done()
+    std::optional<bool> sentinel_tls;  // as tls unless off, once done()
 };
+
+// Whether this build can speak TLS (hiredis >= 1.0 with hiredis_ssl).
+bool tls_built();
 
 // A time value in ms, as the host reads it (nginx: ngx_parse_time()), or
 // nullopt when it is not one.
