@@ -1,0 +1,117 @@
+// rrl::Tls: the SSL context of a configuration and a connection's SSL
+// object, with certificates made by the openssl command for each test run.
+#include "tls.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/x509v3.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+class TlsTest : public ::testing::Test {
+   protected:
+    static void SetUpTestSuite() {
+        char tmpl[] = "/tmp/rrl-tls-XXXXXX";
+        dir_ = mkdtemp(tmpl);
+        std::string d = dir_;
+        std::string cmd =
+            "cd " + d +
+            " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+            "/CN=ca -keyout ca.key -out ca.pem"
+            " && openssl req -newkey rsa:2048 -nodes -subj /CN=client "
+            "-keyout client.key -out client.csr"
+            " && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
+            "-CAcreateserial -days 1 -out client.pem"
+            " && openssl req -newkey rsa:2048 -nodes -subj /CN=other "
+            "-keyout other.key -out other.csr"
+            " && echo garbage > bad.pem && touch unreadable.pem"
+            " && chmod 000 unreadable.pem) > /dev/null 2>&1";
+        cmd = "(" + cmd;
+        ASSERT_EQ(std::system(cmd.c_str()), 0);
+    }
+    static void TearDownTestSuite() { std::system(("rm -rf " + dir_).c_str()); }
+    static std::string file(const char* name) { return dir_ + "/" + name; }
+    static std::string error_of(const rrl::TlsFiles& files) {
+        try {
+            rrl::Tls tls(files);
+        } catch (const std::runtime_error& e) {
+            return e.what();
+        }
+        return "";
+    }
+    static std::string dir_;
+};
+
+std::string TlsTest::dir_;
+
+rrl::TlsFiles files(std::string ca, std::string cert = "",
+                    std::string key = "") {
+    rrl::TlsFiles f;
+    f.ca = ca;
+    f.cert = cert;
+    f.key = key;
+    return f;
+}
+
+TEST_F(TlsTest, AContextWithTheSystemsCas) {
+    rrl::Tls tls({});
+    EXPECT_TRUE(tls.verify());
+    SSL* ssl = tls.connection("redis.example.com");
+    ASSERT_NE(ssl, nullptr);
+    EXPECT_STREQ(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name),
+                 "redis.example.com");
+    EXPECT_EQ(SSL_get_verify_mode(ssl), SSL_VERIFY_PEER);
+    SSL_free(ssl);
+}
+
+TEST_F(TlsTest, ACaAndAClientCertificate) {
+    rrl::Tls tls(files(file("ca.pem"), file("client.pem"), file("client.key")));
+    SSL* ssl = tls.connection("10.0.0.1");
+    ASSERT_NE(ssl, nullptr);
+    // an address is checked, never sent as SNI
+    EXPECT_EQ(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), nullptr);
+    EXPECT_NE(SSL_get_certificate(ssl), nullptr);
+    SSL_free(ssl);
+}
+
+TEST_F(TlsTest, VerifyOff) {
+    rrl::TlsFiles off;
+    off.verify = false;
+    rrl::Tls tls(off);
+    EXPECT_FALSE(tls.verify());
+    SSL* ssl = tls.connection("");
+    ASSERT_NE(ssl, nullptr);
+    EXPECT_EQ(SSL_get_verify_mode(ssl), SSL_VERIFY_NONE);
+    EXPECT_EQ(rrl::Tls::why(ssl), "");
+    SSL_free(ssl);
+}
+
+TEST_F(TlsTest, FilesThatCannotBeUsedAreNamed) {
+    EXPECT_EQ(error_of(files(file("missing.pem"))),
+              "cannot read tls_ca=\"" + file("missing.pem") +
+                  "\": No such file or directory");
+    if (getuid() != 0) {  // root reads any file
+        EXPECT_EQ(error_of(files(file("unreadable.pem"))),
+                  "cannot read tls_ca=\"" + file("unreadable.pem") +
+                      "\": Permission denied");
+    }
+    EXPECT_EQ(error_of(files(file("bad.pem")))
+                  .rfind("cannot load tls_ca=\"" + file("bad.pem") + "\": ", 0),
+              0u);
+    EXPECT_EQ(error_of(files("", file("bad.pem"), file("client.key")))
+                  .rfind("cannot load tls_cert=\"" + file("bad.pem"), 0),
+              0u);
+    EXPECT_EQ(error_of(files("", file("client.pem"), file("missing.key"))),
+              "cannot read tls_key=\"" + file("missing.key") +
+                  "\": No such file or directory");
+    // a key that is not the certificate's
+    EXPECT_EQ(error_of(files("", file("client.pem"), file("other.key")))
+                  .rfind("cannot use tls_key=\"" + file("other.key"), 0),
+              0u);
+}
+
+}  // namespace
