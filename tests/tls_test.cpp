@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "rrl_tls.h"
+
 namespace {
 
 class TlsTest : public ::testing::Test {
@@ -112,6 +114,27 @@ TEST_F(TlsTest, FilesThatCannotBeUsedAreNamed) {
     EXPECT_EQ(error_of(files("", file("client.pem"), file("other.key")))
                   .rfind("cannot use tls_key=\"" + file("other.key"), 0),
               0u);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TlsCApi, MadeAndFreed) {
+    char why[64] = "untouched";
+    rrl_tls_t* tls =
+        rrl_tls_new(nullptr, nullptr, nullptr, 1, why, sizeof(why));
+    ASSERT_NE(tls, nullptr);
+    EXPECT_STREQ(why, "untouched");
+    rrl_tls_free(tls);
+}
+
+TEST(TlsCApi, WhyIsCutToItsRoom) {
+    char why[16];
+    EXPECT_EQ(rrl_tls_new("/nonexistent/ca.pem", nullptr, nullptr, 0, why,
+                          sizeof(why)),
+              nullptr);
+    EXPECT_STREQ(why, "cannot read tls");
 }
 
 }  // namespace
