@@ -235,8 +235,6 @@ ngx_http_redis_ratelimit_cleanup(void *data)
         }
     }
 
-    ac->ev.data = NULL;
-
     conn->closed(conn->arg, ac->errstr[0] ? ac->errstr : "closed");
 
     ngx_free_connection(c);
