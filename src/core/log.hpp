@@ -6,7 +6,7 @@
 
 namespace rrl {
 
-enum class LogLevel { error = 0, warn = 1, info = 2 };
+enum class LogLevel { error = 0, warn = 1, info = 2, failure = 3 };
 
 void log(LogLevel level, const std::string& message) noexcept;
 

@@ -1,0 +1,448 @@
+// The engine's calls: a request's script call, routed to a node (the
+// server, the primary a Sentinel names, or in a Cluster the primary of the
+// keys' slot, one part a slot), under one timeout; it outlives its request
+// if the client goes away. The parts go to Redis in batches
+// (engine_batches.cpp), that tell of them through answered() and out().
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "capi.hpp"
+#include "log.hpp"
+#include "rrl_conf.h"
+#include "rrl_metrics_count.h"
+
+namespace rrl::engine {
+
+namespace {
+
+std::string vformat(const char* fmt, va_list args) {
+    char buf[1024];
+    int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
+    return std::string(buf, n < 0 ? 0 : std::min<size_t>(n, sizeof(buf) - 1));
+}
+
+Node* part_node(rrl_call_t* parts, size_t i) {
+    return static_cast<Node*>(rrl_call_node(parts, i));
+}
+
+}  // namespace
+
+#define RRL_LOG_WITH(level)               \
+    va_list args;                         \
+    va_start(args, fmt);                  \
+    std::string msg = vformat(fmt, args); \
+    va_end(args);                         \
+    rrl::log(level, msg)
+
+void failure(const char* fmt, ...) {
+    RRL_LOG_WITH(LogLevel::failure);
+}
+void info(const char* fmt, ...) {
+    RRL_LOG_WITH(LogLevel::info);
+}
+void warn(const char* fmt, ...) {
+    RRL_LOG_WITH(LogLevel::warn);
+}
+
+Event::Event(const rrl_loop_t& loop, void (*handler)(void*), void* arg,
+             bool cancelable)
+    : loop_(loop), handler_(handler), arg_(arg) {
+    loop_.event_init(mem_, run, this, cancelable);
+}
+
+void Event::run(void* event) {
+    auto* ev = static_cast<Event*>(event);
+    capi::guarded("redis_ratelimit: an event", 0, [ev] {
+        ev->handler_(ev->arg_);
+        return 0;
+    });
+}
+
+Event::~Event() {
+    loop_.timer_del(mem_);
+    loop_.unpost(mem_);
+}
+
+rrl_value_t convert(const redisReply* reply, ValueStore& store) {
+    rrl_value_t v{};
+    // hiredis zeroes what a type does not use
+    v.type =
+        (reply->type >= REDIS_REPLY_STRING && reply->type <= REDIS_REPLY_ERROR)
+            ? reply->type
+            : RRL_VALUE_NIL;
+    v.integer = reply->integer;
+    v.str = reply->str;
+    v.len = reply->len;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0) {
+        store.emplace_back();
+        auto& elements = store.back();
+        elements.reserve(reply->elements);
+        for (size_t i = 0; i < reply->elements; i++) {
+            elements.push_back(convert(reply->element[i], store));
+        }
+        v.elements = elements.data();
+        v.nelements = elements.size();
+    }
+    return v;
+}
+
+Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
+    : loop(l),
+      mode(conf.mode),
+      server(conf.server, conf.server_len),
+      sentinel_name(conf.sentinel_name ? conf.sentinel_name : "",
+                    conf.sentinel_name_len),
+      sha(conf.sha, conf.sha_len),
+      timeout_ms(conf.timeout_ms),
+      connect_timeout_ms(conf.connect_timeout_ms),
+      max_failures(conf.max_failures),
+      cooldown_ms(conf.cooldown_ms),
+      max_parked(conf.max_parked),
+      nodes(*this),
+      batches(*this),
+      username_(conf.username ? conf.username : "", conf.username_len),
+      password_(conf.password ? conf.password : "", conf.password_len),
+      sentinel_password_(conf.sentinel_password ? conf.sentinel_password : "",
+                         conf.sentinel_password_len) {
+    // the addresses' strings are kept here: the conf may go with a reload
+    addr_strings_.reserve(2 * conf.naddrs);
+    for (size_t i = 0; i < conf.naddrs; i++) {
+        const rrl_engine_addr_t& a = conf.addrs[i];
+        addr_strings_.emplace_back(a.host ? a.host : "");
+        addr_strings_.emplace_back(a.unix_path ? a.unix_path : "");
+    }
+    for (size_t i = 0; i < conf.naddrs; i++) {
+        const std::string& path = addr_strings_[2 * i + 1];
+        addrs.push_back({addr_strings_[2 * i].c_str(), conf.addrs[i].port,
+                         conf.addrs[i].unix_path ? path.c_str() : nullptr});
+    }
+
+    rrl_handshake_init(&setup[0], 0, username_.data(), username_.size(),
+                       password_.data(), password_.size(), conf.db);
+    rrl_handshake_init(&setup[1], 1, nullptr, 0, sentinel_password_.data(),
+                       sentinel_password_.size(), 0);
+
+    if (mode == RRL_SERVER_CLUSTER || mode == RRL_SERVER_SENTINEL) {
+        topology = new Topology(*this);
+        topology->want();
+        return;
+    }
+
+    const rrl_engine_addr_t& a = addrs.at(0);
+    primary_ = nodes.get(Role::data, a.host, a.port, a.unix_path);
+    if (primary_ == nullptr) throw std::runtime_error("no node");
+    primary_->use(true);
+}
+
+Engine::~Engine() {
+    exiting = true;
+    if (topology) topology->stop();
+    nodes.exit();
+    delete topology;
+}
+
+// this worker's gauges: parked requests, and its nodes of limits in use
+void Engine::gauges(rrl_metrics_t* m) const {
+    m->parked = parked_;
+    for (const Node& node : nodes.all()) {
+        if (node.role == Role::data && node.reconnect) {
+            rrl_metrics_gauge_node(m, node.ac && node.connected,
+                                   node.breaker.state);
+        }
+    }
+}
+
+// a node's connection is lost, or could not be made
+void Engine::lost(Node* node) {
+    if (exiting || node->role != Role::data || !node->reconnect) return;
+    // a primary gone may have been replaced: ask who serves now
+    if (mode == RRL_SERVER_CLUSTER) {
+        ask(RRL_RETRY_ASK_CLUSTER);
+    } else if (topology && node == topology->primary()) {
+        ask(RRL_RETRY_ASK_SENTINEL);
+    }
+}
+
+rrl_engine_call_t* Engine::call(int argc, const char** argv,
+                                const size_t* argvlen, const void* const* zones,
+                                size_t n, rrl_engine_result_t* result,
+                                rrl_engine_done_pt done, void* request,
+                                void* data) {
+    if (parked_ >= max_parked) {
+        // a stalled Redis must not pile up requests without bound
+        failure("redis_ratelimit: %llu requests already wait for %s",
+                (unsigned long long)parked_, server.c_str());
+        loop.error(RRL_METRICS_ERR_MAX_PARKED);
+        return nullptr;
+    }
+
+    auto* call = new rrl_engine_call_t(*this);
+    call->parts =
+        rrl_call_new(argc, argv, argvlen, zones, n, mode == RRL_SERVER_CLUSTER);
+    if (call->parts == nullptr) {
+        delete call;
+        return nullptr;
+    }
+    rrl_call_set_data(call->parts, call);
+    size_t nparts = rrl_call_parts(call->parts);
+
+    // every part must have somewhere to go, or none is sent
+    for (size_t i = 0; i < nparts; i++) {
+        Node* node = route(rrl_call_slot(call->parts, i));
+        if (node == nullptr || node->ac == nullptr) {
+            failure("redis_ratelimit: no connection to %s",
+                    node ? node->name.c_str() : server.c_str());
+            loop.error(RRL_METRICS_ERR_CONNECTION);
+            delete call;
+            return nullptr;
+        }
+        rrl_call_set_node(call->parts, i, node);
+    }
+
+    for (size_t i = 0; i < nparts; i++) {
+        if (!rrl_call_asks(call->parts, i)) continue;
+        switch (part_node(call->parts, i)->allows()) {
+            case RRL_BREAKER_PROBE:
+                rrl_call_set_probe(call->parts, i);
+                break;
+            case RRL_BREAKER_REFUSE:
+                while (i--) {
+                    // the probes granted to the call: not made
+                    if (rrl_call_probe(call->parts, i)) {
+                        part_node(call->parts, i)->abandon();
+                    }
+                }
+                loop.error(RRL_METRICS_ERR_CIRCUIT_OPEN);
+                delete call;
+                return nullptr;
+        }
+    }
+
+    call->request = request;
+    call->data = data;
+    call->done = done;
+    call->result = result;
+    result->node = nullptr;
+    result->error_len = 0;
+
+    for (size_t i = 0; i < nparts; i++) {
+        if (!batches.add(call->parts, i)) {
+            answered(call->parts, i, "no memory", sizeof("no memory") - 1);
+        }
+    }
+
+    parked_++;
+    // not cancelable: a graceful shutdown waits for parked requests
+    call->timer.add(timeout_ms);
+    return call;
+}
+
+Node* Engine::route(unsigned slot) {
+    switch (mode) {
+        case RRL_SERVER_CLUSTER:
+            return topology->slot_node(slot);
+        case RRL_SERVER_SENTINEL:
+            return topology->primary();
+        default:
+            return primary_;
+    }
+}
+
+// MOVED: the slot has a new primary for good; the map is refreshed, and the
+// batch goes there now. ASK: the keys are being migrated; this batch alone
+// goes to the target (the batches send ASKING).
+Node* Engine::redirect(Node* from, int kind, unsigned slot, const char* host,
+                       unsigned port) {
+    if (mode != RRL_SERVER_CLUSTER) return nullptr;
+    if (!numeric(host)) {
+        // a name (cluster-preferred-endpoint-type hostname): a worker never
+        // resolves; the batch fails, and its answer refreshes the map
+        failure(
+            "redis_ratelimit: %s from %s names \"%s\", not a numeric "
+            "address",
+            kind == RRL_REPLY_MOVED ? "MOVED" : "ASK", from->name.c_str(),
+            host);
+        return nullptr;
+    }
+    Node* node = nodes.get(Role::data, host, port, nullptr);
+    if (node == nullptr) return nullptr;
+    if (kind == RRL_REPLY_MOVED) {
+        topology->moved(slot, node);
+    } else if (node->ac == nullptr) {
+        // a node not (yet) in the map: it is connected for this call
+        node->used = true;
+        node->connect();
+    }
+    return node->ac ? node : nullptr;
+}
+
+// a node lost, or an error reply: who serves now is asked
+void Engine::ask(int who) {
+    if ((who == RRL_RETRY_ASK_SENTINEL && mode == RRL_SERVER_SENTINEL) ||
+        (who == RRL_RETRY_ASK_CLUSTER && mode == RRL_SERVER_CLUSTER)) {
+        topology->want();
+    }
+}
+
+// a part's reply is in, or it failed (error): the call finishes on its last
+void Engine::answered(rrl_call_t* parts, size_t part, const char* error,
+                      size_t len) {
+    auto* call = static_cast<rrl_engine_call_t*>(rrl_call_data(parts));
+    rrl_engine_result_t* result = call->result;
+    if (error && result->node == nullptr) {
+        // the first failure tells
+        const std::string& name = part_node(parts, part)->name;
+        result->error_len = std::min(len, sizeof(result->error));
+        std::memcpy(result->error, error, result->error_len);
+        result->node = name.c_str();
+        result->node_len = name.size();
+    }
+    if (rrl_call_answer(parts, part) == 0) {
+        // resume the request from the event loop, not from inside hiredis
+        call->finish.post();
+    }
+}
+
+// A part nobody waits for left its batch: its request went away (and its
+// arguments with it) or timed out; the call of a request gone is freed with
+// its last part.
+void Engine::out(rrl_call_t* parts) {
+    auto* call = static_cast<rrl_engine_call_t*>(rrl_call_data(parts));
+    if (call->request == nullptr && !call->held &&
+        rrl_call_in_batches(parts) == 0) {
+        free_call(call);
+    }
+}
+
+void Engine::on_timeout(void* arg) {
+    auto* call = static_cast<rrl_engine_call_t*>(arg);
+    call->engine.timed_out(call);
+}
+
+void Engine::timed_out(rrl_engine_call_t* call) {
+    if (call->request == nullptr) {
+        probe_timed_out(call);
+        return;
+    }
+    if (rrl_call_pending(call->parts) == 0) {
+        // every part was answered in this turn, before the timers ran: the
+        // finish posted then decides, and no timeout is counted
+        return;
+    }
+    rrl_engine_result_t* result = call->result;
+    // every part answered: a stuck connection dropped cannot touch it
+    size_t i = rrl_call_time_out(call->parts);
+    if (result->node == nullptr) {
+        const std::string& name = part_node(call->parts, i)->name;
+        int n = std::snprintf(result->error, sizeof(result->error),
+                              "timed out after %llu ms",
+                              (unsigned long long)timeout_ms);
+        result->error_len = std::min<size_t>(n, sizeof(result->error) - 1);
+        result->node = name.c_str();
+        result->node_len = name.size();
+    }
+    // a failure for each node waited on, once
+    failures(call, rrl_call_fails);
+    loop.error(RRL_METRICS_ERR_TIMEOUT);
+    finish(call);
+}
+
+// A call detached with a probe in Redis, unanswered for a whole timeout: a
+// failure of the probe's node. The call is held meanwhile: a stuck
+// connection the breaker drops fails its batches at once, and the last of
+// the call's parts coming out of them would free it.
+void Engine::probe_timed_out(rrl_engine_call_t* call) {
+    call->held = true;
+    failures(call, rrl_call_probe_lost);
+    call->held = false;
+    if (rrl_call_in_batches(call->parts) == 0) free_call(call);
+}
+
+// a failure of the node of each part that fails() says is one, once
+void Engine::failures(rrl_engine_call_t* call,
+                      int (*fails)(rrl_call_t* parts, size_t part)) {
+    for (size_t i = 0; i < rrl_call_parts(call->parts); i++) {
+        if (fails(call->parts, i)) part_node(call->parts, i)->outcome(false);
+    }
+}
+
+void Engine::on_finish(void* arg) {
+    auto* call = static_cast<rrl_engine_call_t*>(arg);
+    call->engine.finish(call);
+}
+
+// The parts' replies merged into the script's reply to the request, each
+// limit in its order; the parts that passed are given back when another
+// rejected or failed.
+void Engine::finish(rrl_engine_call_t* call) {
+    rrl_engine_result_t* result = call->result;
+    void* request = call->request;
+    void* data = call->data;
+    rrl_engine_done_pt done = call->done;
+
+    result->nvalues =
+        rrl_call_merge(call->parts, result->values, result->capacity);
+    result->rc = result->nvalues ? RRL_OK : RRL_ERROR;
+    release(call);
+    detach(call);
+    done(request, data);
+}
+
+// Reserve-then-release: the request does not pass as a whole, so each part
+// that passed is sent the script's release form, which gives back what its
+// reservation took. Not awaited: a release lost leaves the reservation
+// counted (the strict side).
+void Engine::release(rrl_engine_call_t* call) {
+    std::string form;
+    for (size_t i = 0; i < rrl_call_parts(call->parts); i++) {
+        Node* node = part_node(call->parts, i);
+        size_t len = rrl_call_release(call->parts, i, nullptr, 0);
+        if (len == 0 || node->ac == nullptr) continue;
+        form.resize(len);
+        (void)rrl_call_release(call->parts, i, &form[0], len);
+        (void)node->command(nullptr, nullptr, form.data(), len);
+    }
+}
+
+void Engine::detach(rrl_engine_call_t* call) {
+    call->finish.unpost();
+    call->request = nullptr;
+    call->result = nullptr;
+    rrl_call_detach(call->parts);
+    parked_--;
+
+    if (rrl_call_in_batches(call->parts) == 0) {
+        free_call(call);
+        return;
+    }
+    // The request went away with parts in Redis. Should one carry its
+    // node's probe, the timer stays: a Redis that never answers on that
+    // connection still ends the probe, as a failure. Nothing else waits.
+    if (rrl_call_probe_out(call->parts) && call->timer.set()) {
+        // and a graceful shutdown need not wait for the call
+        call->timer.cancelable(true);
+        return;
+    }
+    call->timer.del();
+}
+
+void Engine::free_call(rrl_engine_call_t* call) {
+    delete call;
+}
+
+}  // namespace rrl::engine
+
+rrl_engine_call_s::rrl_engine_call_s(rrl::engine::Engine& e)
+    : engine(e),
+      timer(e.loop, rrl::engine::Engine::on_timeout, this, false),
+      finish(e.loop, rrl::engine::Engine::on_finish, this, false) {}
+
+rrl_engine_call_s::~rrl_engine_call_s() {
+    rrl_call_free(parts);
+}

@@ -1,0 +1,367 @@
+// A node: one hiredis async connection to one Redis (or Sentinel) address,
+// set up by the handshake plan, reconnected with backoff while it is in
+// use, with its own circuit breaker; its replies counted against the
+// commands sent (hiredis 0.14 assert()s on a reply no command awaits). And
+// the registry of a worker's nodes.
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <string>
+
+#include "capi.hpp"
+#include "engine.hpp"
+#include "rrl_backoff.h"
+#include "rrl_node_use.h"
+
+namespace rrl::engine {
+
+namespace {
+
+// hiredis' own reply constructors, wrapped to count replies
+redisReplyObjectFunctions* hiredis_replies = nullptr;
+
+bool solicited(const redisReadTask* task) {
+    auto* node = static_cast<Node*>(task->privdata);
+    node->last_read = node->engine.loop.msec();
+    return rrl_reply_count_read(&node->count, task->parent != nullptr) != 0;
+}
+
+void* create_string(const redisReadTask* task, char* str, size_t len) {
+    return solicited(task) ? hiredis_replies->createString(task, str, len)
+                           : nullptr;
+}
+
+void* create_array(const redisReadTask* task, int elements) {
+    return solicited(task) ? hiredis_replies->createArray(task, elements)
+                           : nullptr;
+}
+
+void* create_integer(const redisReadTask* task, long long value) {
+    return solicited(task) ? hiredis_replies->createInteger(task, value)
+                           : nullptr;
+}
+
+void* create_nil(const redisReadTask* task) {
+    return solicited(task) ? hiredis_replies->createNil(task) : nullptr;
+}
+
+redisReplyObjectFunctions counted_replies = {
+    create_string, create_array, create_integer, create_nil,
+    freeReplyObject};  // hiredis' own, as theirs
+
+}  // namespace
+
+bool numeric(const char* host) {
+    unsigned char addr[16];
+    return inet_pton(AF_INET, host, addr) == 1 ||
+           inet_pton(AF_INET6, host, addr) == 1;
+}
+
+Node::Node(Engine& e)
+    : engine(e),
+      connect_timer(e.loop, on_timer, this, true),
+      reconnect_timer(e.loop, on_reconnect, this, true) {}
+
+void Node::reset(Role r, const std::string& h, unsigned p,
+                 const std::string& path) {
+    role = r;
+    host = path.empty() ? h : "";
+    port = path.empty() ? p : 0;
+    unix_path = path;
+    name = path.empty() ? h + ":" + std::to_string(p) : "unix:" + path;
+    backoff = 0;
+    in_flight = batches = 0;
+    connected = dropping = reconnect = used = mapped = false;
+    rrl_breaker_init(&breaker, engine.max_failures,
+                     static_cast<int64_t>(engine.cooldown_ms));
+}
+
+rrl_node_use_t Node::state() const {
+    rrl_node_use_t u{};
+    u.data = role == Role::data;
+    u.context = ac != nullptr;
+    u.timer = connect_timer.set() || reconnect_timer.set();
+    u.reconnect = reconnect;
+    u.used = used;
+    u.mapped = mapped;
+    u.dropping = dropping;
+    u.exiting = engine.exiting;
+    u.quitting = engine.loop.quitting();
+    u.in_flight = in_flight;
+    u.batches = batches;
+    return u;
+}
+
+void Node::use(bool on) {
+    if (on) {
+        reconnect = used = true;
+        if (ac == nullptr && !reconnect_timer.set()) connect();
+        return;
+    }
+    reconnect = false;
+    reconnect_timer.del();
+    idle();
+}
+
+// a node out of use closes once no call waits on it
+void Node::idle() {
+    rrl_node_use_t u = state();
+    if (rrl_node_idle(&u)) {
+        info("redis_ratelimit: %s is no more in use, closing", name.c_str());
+        drop();
+    }
+}
+
+// inside a hiredis callback, the free is deferred to its end
+void Node::drop() {
+    dropping = true;
+    redisAsyncFree(ac);
+}
+
+void Node::connect() {
+    if (ac || engine.quitting()) return;
+    reconnect_timer.del();
+
+    // the address is numeric (resolved at configuration): no DNS here
+    redisAsyncContext* c = unix_path.empty()
+                               ? redisAsyncConnect(host.c_str(), port)
+                               : redisAsyncConnectUnix(unix_path.c_str());
+    if (c == nullptr || c->err) {
+        failure("redis_ratelimit: cannot connect to %s: %s", name.c_str(),
+                c ? c->errstr : "out of memory");
+        if (c) redisAsyncFree(c);
+        closed(nullptr);
+        return;
+    }
+    conn = engine.loop.attach(c, on_closed, this);
+    if (conn == nullptr) {
+        redisAsyncFree(c);
+        closed(nullptr);
+        return;
+    }
+
+    ac = c;
+    ac->data = this;
+    connected = dropping = false;
+    // counting replies as they are parsed, one too many fails the
+    // connection before hiredis would assert()
+    hiredis_replies = ac->c.reader->fn;
+    ac->c.reader->fn = &counted_replies;
+    ac->c.reader->privdata = this;
+    rrl_reply_count_init(&count);
+    last_read = engine.loop.msec();
+
+    redisAsyncSetConnectCallback(ac, on_connect);
+
+    // queued now, written as soon as the connection is up
+    int steps[RRL_HANDSHAKE_MAX];
+    size_t n = rrl_handshake_plan(&engine.setup[int(role)], steps);
+    for (size_t i = 0; i < n; i++) setup(steps[i]);
+
+    connect_timer.add(engine.connect_timeout_ms);
+}
+
+// a step of the handshake plan
+void Node::setup(int step) {
+    if (step == RRL_HANDSHAKE_READY) {
+        // a connection that works: a next failure backs off from the start
+        backoff = 0;
+        return;
+    }
+    const char* argv[RRL_HANDSHAKE_ARGS];
+    size_t argvlen[RRL_HANDSHAKE_ARGS];
+    size_t argc =
+        rrl_handshake_command(&engine.setup[int(role)], step, argv, argvlen);
+    if (argc) {
+        (void)command_argv(on_setup, reinterpret_cast<void*>(intptr_t(step)),
+                           int(argc), argv, argvlen);
+    }
+}
+
+void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
+    capi::guarded("redis_ratelimit: a reply", 0, [&] {
+        int step = int(reinterpret_cast<intptr_t>(privdata));
+        auto* rr = static_cast<redisReply*>(reply);
+        auto* node = static_cast<Node*>(ac->data);
+        if (rr == nullptr || node == nullptr) return 0;
+
+        if (rr->type == REDIS_REPLY_ERROR) {
+            char text[256];
+            size_t len = rrl_printable(
+                text, sizeof(text), reinterpret_cast<unsigned char*>(rr->str),
+                rr->len);
+            failure("redis_ratelimit: %s on %s failed: %.*s",
+                    rrl_handshake_name(step), node->name.c_str(), int(len),
+                    text);
+            return 0;
+        }
+        node->setup(
+            rrl_handshake_next(&node->engine.setup[int(node->role)], step));
+        return 0;
+    });
+}
+
+void Node::on_connect(const redisAsyncContext* ac, int status) {
+    capi::guarded("redis_ratelimit: a connection", 0, [&] {
+        auto* node = static_cast<Node*>(ac->data);
+        // a failure: hiredis frees the context next, and closed() retries
+        if (status != REDIS_OK || node == nullptr) return 0;
+
+        node->connect_timer.del();
+        node->connected = true;
+        node->setup(rrl_handshake_next(&node->engine.setup[int(node->role)],
+                                       RRL_HANDSHAKE_CONNECTED));
+        info("redis_ratelimit: connected to %s", node->name.c_str());
+        return 0;
+    });
+}
+
+void Node::on_closed(void* arg, const char* why) {
+    capi::guarded("redis_ratelimit: a connection", 0, [&] {
+        auto* node = static_cast<Node*>(arg);
+        node->ac->data = nullptr;
+        node->ac = nullptr;
+        node->conn = nullptr;
+        node->closed(node->count.unsolicited ? "a reply no command awaits"
+                                             : why);
+        return 0;
+    });
+}
+
+// The context is gone (why: from the shim's cleanup hook) or was never
+// made (nullptr, logged already): retry with backoff if still in use.
+void Node::closed(const char* why) {
+    connect_timer.del();
+    rrl_node_use_t u = state();
+    int what = rrl_node_closed(&u);
+
+    if (why && (what & RRL_NODE_LOST)) {
+        failure("redis_ratelimit: connection to %s %s: %s", name.c_str(),
+                connected ? "lost" : "failed", why);
+    }
+    connected = dropping = false;
+
+    if (what & RRL_NODE_RETRY) {
+        // jitter: a fleet's workers do not reconnect in step
+        reconnect_timer.add(rrl_backoff_next(&backoff, engine.loop.random()));
+    }
+    if (what & RRL_NODE_LOST) engine.lost(this);
+}
+
+void Node::on_reconnect(void* arg) {
+    auto* node = static_cast<Node*>(arg);
+    if (node->reconnect) node->connect();
+}
+
+void Node::on_timer(void* arg) {
+    auto* node = static_cast<Node*>(arg);
+    failure("redis_ratelimit: connecting to %s timed out", node->name.c_str());
+    // fails the queued calls; closed() schedules a retry
+    if (node->ac) redisAsyncFree(node->ac);
+}
+
+bool Node::command(redisCallbackFn* fn, void* privdata, const char* cmd,
+                   size_t len) {
+    if (ac == nullptr ||
+        redisAsyncFormattedCommand(ac, fn, privdata, cmd, len) != REDIS_OK) {
+        return false;
+    }
+    rrl_reply_count_sent(&count);
+    return true;
+}
+
+bool Node::command_argv(redisCallbackFn* fn, void* privdata, int argc,
+                        const char** argv, const size_t* argvlen) {
+    if (ac == nullptr || redisAsyncCommandArgv(ac, fn, privdata, argc, argv,
+                                               argvlen) != REDIS_OK) {
+        return false;
+    }
+    rrl_reply_count_sent(&count);
+    return true;
+}
+
+// The circuit breaker: the core's state machine, on the monotonic clock in
+// ms. Here: its log lines, and a stuck connection dropped when it opens.
+int Node::allows() {
+    return rrl_breaker_allow(&breaker, engine.loop.clock() / 1000);
+}
+
+void Node::abandon() {
+    rrl_breaker_abandon(&breaker);
+}
+
+void Node::outcome(bool ok) {
+    if (ok) {
+        if (rrl_breaker_success(&breaker) == RRL_BREAKER_CLOSED_AGAIN) {
+            warn("redis_ratelimit: %s answers again, circuit closed",
+                 name.c_str());
+        }
+        return;
+    }
+    if (rrl_breaker_failure(&breaker, engine.loop.clock() / 1000) ==
+        RRL_BREAKER_OPENED) {
+        warn(
+            "redis_ratelimit: %llu failures in a row on %s, circuit open: "
+            "the fail mode answers, a probe every %llu ms",
+            (unsigned long long)breaker.failures, name.c_str(),
+            (unsigned long long)engine.cooldown_ms);
+    }
+    rrl_node_use_t u = state();
+    if (rrl_node_stuck(&u, breaker.state == RRL_BREAKER_OPEN,
+                       engine.loop.msec() - last_read, engine.timeout_ms)) {
+        // a blackholed server: start afresh, which also frees what hiredis
+        // holds for the calls (their failures come back here while the
+        // context is being freed)
+        drop();
+    }
+}
+
+// The node of an address, made on first use, or taking over a node out of
+// use (rrl_node_free()): nodes are never freed while the worker runs, and
+// it keeps at most kMax: a cluster or a Sentinel naming ever new addresses
+// does not grow it without bound.
+Node* Nodes::get(Role role, const char* host, unsigned port,
+                 const char* unix_path) {
+    const char* addr = unix_path ? unix_path : host;
+    if (std::strlen(addr) >= RRL_HOST_MAX || (!unix_path && !numeric(host))) {
+        // hiredis would resolve a name, blocking the worker
+        return nullptr;
+    }
+    std::string path = unix_path ? unix_path : "";
+
+    auto unused = nodes_.end();
+    for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
+        if (it->role == role && it->unix_path == path &&
+            (unix_path ? true : it->port == port && it->host == host)) {
+            return &*it;
+        }
+        rrl_node_use_t u = it->state();
+        if (unused == nodes_.end() && rrl_node_free(&u)) unused = it;
+    }
+
+    if (unused != nodes_.end()) {
+        nodes_.splice(nodes_.end(), nodes_, unused);
+    } else if (nodes_.size() >= kMax) {
+        failure(
+            "redis_ratelimit: %zu addresses in use, none idle: %s:%u is "
+            "not connected",
+            nodes_.size(), addr, port);
+        return nullptr;
+    } else {
+        nodes_.emplace_back(engine_);
+    }
+    Node& node = nodes_.back();
+    node.reset(role, unix_path ? "" : host, port, path);
+    return &node;
+}
+
+void Nodes::exit() {
+    for (Node& node : nodes_) {
+        // no reconnect; not closed as idle while exiting: freed here
+        node.use(false);
+        // fails pending callbacks, then the cleanup hook: no retry
+        if (node.ac) redisAsyncFree(node.ac);
+    }
+}
+
+}  // namespace rrl::engine
