@@ -7,11 +7,6 @@
 #include "rrl_tls.h"
 #include "tls.hpp"
 
-struct rrl_tls_s {
-    rrl::Tls tls;
-    explicit rrl_tls_s(const rrl::TlsFiles& files) : tls(files) {}
-};
-
 extern "C" {
 
 rrl_tls_t* rrl_tls_new(const char* ca, const char* cert, const char* key,

@@ -111,16 +111,23 @@ Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
       sentinel_password_(conf.sentinel_password ? conf.sentinel_password : "",
                          conf.sentinel_password_len) {
     // the addresses' strings are kept here: the conf may go with a reload
-    addr_strings_.reserve(2 * conf.naddrs);
+    addr_strings_.reserve(3 * conf.naddrs);
     for (size_t i = 0; i < conf.naddrs; i++) {
         const rrl_engine_addr_t& a = conf.addrs[i];
         addr_strings_.emplace_back(a.host ? a.host : "");
         addr_strings_.emplace_back(a.unix_path ? a.unix_path : "");
+        addr_strings_.emplace_back(a.name ? a.name : "");
     }
     for (size_t i = 0; i < conf.naddrs; i++) {
-        const std::string& path = addr_strings_[2 * i + 1];
-        addrs.push_back({addr_strings_[2 * i].c_str(), conf.addrs[i].port,
-                         conf.addrs[i].unix_path ? path.c_str() : nullptr});
+        const std::string* s = &addr_strings_[3 * i];
+        addrs.push_back({s[0].c_str(), conf.addrs[i].port,
+                         conf.addrs[i].unix_path ? s[1].c_str() : nullptr,
+                         s[2].c_str()});
+    }
+    tls_ = conf.tls ? &conf.tls->tls : nullptr;
+    sentinel_tls_ = conf.sentinel_tls ? &conf.sentinel_tls->tls : nullptr;
+    if (conf.tls_server_name) {
+        tls_server_name_.assign(conf.tls_server_name, conf.tls_server_name_len);
     }
 
     rrl_handshake_init(&setup[0], 0, username_.data(), username_.size(),
@@ -135,7 +142,8 @@ Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
     }
 
     const rrl_engine_addr_t& a = addrs.at(0);
-    primary_ = nodes.get(Role::data, a.host, a.port, a.unix_path);
+    primary_ = nodes.get(Role::data, a.host, a.port, a.unix_path,
+                         tls_name(&a, a.host));
     if (primary_ == nullptr) throw std::runtime_error("no node");
     primary_->use(true);
 }
@@ -145,6 +153,23 @@ Engine::~Engine() {
     if (topology) topology->stop();
     nodes.exit();
     delete topology;
+}
+
+std::string Engine::tls_name(const rrl_engine_addr_t* addr,
+                             const char* host) const {
+    if (!tls_server_name_.empty()) return tls_server_name_;
+    if (addr == nullptr && mode == RRL_SERVER_CLUSTER) addr = &addrs.at(0);
+    if (addr == nullptr || addr->unix_path) return host ? host : "";
+    // the host of "host:port", "[v6]:port" or "host", as written
+    std::string_view name = addr->name;
+    if (!name.empty() && name[0] == '[') {
+        return std::string(name.substr(1, name.find(']') - 1));
+    }
+    size_t colon = name.find(':');
+    if (colon != std::string_view::npos && name.rfind(':') == colon) {
+        name = name.substr(0, colon);
+    }
+    return std::string(name);
 }
 
 // this worker's gauges: parked requests, and its nodes of limits in use
@@ -270,7 +295,8 @@ Node* Engine::redirect(Node* from, int kind, unsigned slot, const char* host,
             host);
         return nullptr;
     }
-    Node* node = nodes.get(Role::data, host, port, nullptr);
+    Node* node =
+        nodes.get(Role::data, host, port, nullptr, tls_name(nullptr, host));
     if (node == nullptr) return nullptr;
     if (kind == RRL_REPLY_MOVED) {
         topology->moved(slot, node);

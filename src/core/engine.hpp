@@ -23,6 +23,7 @@
 #include "rrl_reply_count.h"
 #include "rrl_slot_map.h"
 #include "rrl_topology_answer.h"
+#include "tls.hpp"
 
 namespace rrl::engine {
 
@@ -68,7 +69,7 @@ class Node {
     explicit Node(Engine& engine);
 
     void reset(Role role, const std::string& host, unsigned port,
-               const std::string& unix_path);
+               const std::string& unix_path, const std::string& tls_name);
     void use(bool on);
     void idle();  // closed once out of use and no call waits on it
     void connect();
@@ -86,6 +87,8 @@ class Node {
                       const char** argv, const size_t* argvlen);
 
     bool usable() const { return ac != nullptr; }
+    // a reply was read: a TLS connection's handshake is over
+    void replied();
     rrl_node_use_t state() const;
 
     Engine& engine;
@@ -109,8 +112,15 @@ class Node {
     bool used = false;       // ever routed to
     bool mapped = false;     // a primary the slot map or the sentinels name
 
+    // TLS: its SSL object (hiredis's), the name checked; the TCP connection
+    // is up, then its handshake is over (at the first reply)
+    SSL* ssl = nullptr;
+    std::string tls_name;
+    bool tcp_up = false;
+
    private:
     void setup(int step);
+    bool start_tls(redisAsyncContext* c);
     void closed(const char* why);
     static void on_connect(const redisAsyncContext* ac, int status);
     static void on_setup(redisAsyncContext* ac, void* reply, void* privdata);
@@ -127,8 +137,8 @@ class Nodes {
     explicit Nodes(Engine& engine) : engine_(engine) {}
 
     // the node of an address (numeric), made or taken over; nullptr: none
-    Node* get(Role role, const char* host, unsigned port,
-              const char* unix_path);
+    Node* get(Role role, const char* host, unsigned port, const char* unix_path,
+              const std::string& tls_name = "");
     void exit();  // no reconnect, every context freed
 
     std::list<Node>& all() { return nodes_; }
@@ -248,6 +258,14 @@ class Engine {
     void ask(int who);  // RRL_RETRY_ASK_*
     void lost(Node* node);
     bool quitting() const { return exiting || loop.quitting(); }
+    // the TLS context of role's connections, nullptr: plain TCP
+    const Tls* tls(Role role) const {
+        return role == Role::data ? tls_ : sentinel_tls_;
+    }
+    // the name a TLS connection to host checks: tls_server_name=, else the
+    // host of the address as written (addr), else (a node the cluster or
+    // the sentinels name) the first seed's in a cluster, or host itself
+    std::string tls_name(const rrl_engine_addr_t* addr, const char* host) const;
 
     static void on_timeout(void* arg);  // a call's events
     static void on_finish(void* arg);
@@ -279,7 +297,10 @@ class Engine {
     std::vector<std::string> addr_strings_;
     std::string username_, password_, sentinel_password_;
     Node* primary_ = nullptr;  // one server
-    uint64_t parked_ = 0;      // calls with a request
+    const Tls* tls_ = nullptr;
+    const Tls* sentinel_tls_ = nullptr;
+    std::string tls_server_name_;
+    uint64_t parked_ = 0;  // calls with a request
 };
 
 // a numeric address, that hiredis connects to without DNS

@@ -13,6 +13,10 @@
 #include "rrl_backoff.h"
 #include "rrl_node_use.h"
 
+#ifdef RRL_HAVE_TLS
+#include <hiredis/hiredis_ssl.h>
+#endif
+
 namespace rrl::engine {
 
 namespace {
@@ -23,6 +27,7 @@ redisReplyObjectFunctions* hiredis_replies = nullptr;
 bool solicited(const redisReadTask* task) {
     auto* node = static_cast<Node*>(task->privdata);
     node->last_read = node->engine.loop.msec();
+    if (task->parent == nullptr) node->replied();
     return rrl_reply_count_read(&node->count, task->parent != nullptr) != 0;
 }
 
@@ -63,12 +68,13 @@ Node::Node(Engine& e)
       reconnect_timer(e.loop, on_reconnect, this, true) {}
 
 void Node::reset(Role r, const std::string& h, unsigned p,
-                 const std::string& path) {
+                 const std::string& path, const std::string& tls) {
     role = r;
     host = path.empty() ? h : "";
     port = path.empty() ? p : 0;
     unix_path = path;
     name = path.empty() ? h + ":" + std::to_string(p) : "unix:" + path;
+    tls_name = tls;
     backoff = 0;
     in_flight = batches = 0;
     connected = dropping = reconnect = used = mapped = false;
@@ -133,6 +139,11 @@ void Node::connect() {
         closed(nullptr);
         return;
     }
+    if (!start_tls(c)) {
+        redisAsyncFree(c);
+        closed(nullptr);
+        return;
+    }
     conn = engine.loop.attach(c, on_closed, this);
     if (conn == nullptr) {
         redisAsyncFree(c);
@@ -142,7 +153,7 @@ void Node::connect() {
 
     ac = c;
     ac->data = this;
-    connected = dropping = false;
+    connected = dropping = tcp_up = false;
     // counting replies as they are parsed, one too many fails the
     // connection before hiredis would assert()
     hiredis_replies = ac->c.reader->fn;
@@ -159,6 +170,35 @@ void Node::connect() {
     for (size_t i = 0; i < n; i++) setup(steps[i]);
 
     connect_timer.add(engine.connect_timeout_ms);
+}
+
+// TLS, when the node's role has it: the handshake runs once the TCP
+// connection is up, with the first command written; it counts against
+// connect_timeout, and is over at the first reply
+bool Node::start_tls(redisAsyncContext* c) {
+    const Tls* tls = engine.tls(role);
+    ssl = nullptr;
+    if (tls == nullptr) return true;
+#ifdef RRL_HAVE_TLS
+    SSL* s = tls->connection(tls_name);
+    if (s && redisInitiateSSL(&c->c, s) == REDIS_OK) {
+        ssl = s;
+        return true;
+    }
+    failure("cannot start TLS with %s: %s", name.c_str(),
+            s ? c->errstr : "no memory");
+    SSL_free(s);
+#else
+    (void)c;
+#endif
+    return false;
+}
+
+void Node::replied() {
+    if (ssl == nullptr || connected) return;
+    connect_timer.del();
+    connected = true;
+    info("connected to %s with TLS", name.c_str());
 }
 
 // a step of the handshake plan
@@ -190,9 +230,8 @@ void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
             size_t len = rrl_printable(
                 text, sizeof(text), reinterpret_cast<unsigned char*>(rr->str),
                 rr->len);
-            failure("%s on %s failed: %.*s",
-                    rrl_handshake_name(step), node->name.c_str(), int(len),
-                    text);
+            failure("%s on %s failed: %.*s", rrl_handshake_name(step),
+                    node->name.c_str(), int(len), text);
             return 0;
         }
         node->setup(
@@ -207,10 +246,12 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
         // a failure: hiredis frees the context next, and closed() retries
         if (status != REDIS_OK || node == nullptr) return 0;
 
-        node->connect_timer.del();
-        node->connected = true;
+        node->tcp_up = true;
         node->setup(rrl_handshake_next(&node->engine.setup[int(node->role)],
                                        RRL_HANDSHAKE_CONNECTED));
+        if (node->ssl) return 0;  // connected once its handshake is over
+        node->connect_timer.del();
+        node->connected = true;
         info("connected to %s", node->name.c_str());
         return 0;
     });
@@ -231,9 +272,23 @@ void Node::on_closed(void* arg, const char* why) {
 // The context is gone (why: from the shim's cleanup hook) or was never
 // made (nullptr, logged already): retry with backoff if still in use.
 void Node::closed(const char* why) {
+    bool late = !connect_timer.set() && why;
     connect_timer.del();
     rrl_node_use_t u = state();
     int what = rrl_node_closed(&u);
+
+    if (ssl && tcp_up && !connected) {
+        // up, but not its TLS: a handshake failed (or never ended)
+        std::string reason = Tls::why(ssl);
+        engine.loop.error(RRL_METRICS_ERR_TLS);
+        failure("TLS handshake with %s failed: %s", name.c_str(),
+                late             ? "timed out"
+                : reason.empty() ? why
+                                 : reason.c_str());
+        why = nullptr;
+    }
+    ssl = nullptr;
+    tcp_up = false;
 
     if (why && (what & RRL_NODE_LOST)) {
         failure("connection to %s %s: %s", name.c_str(),
@@ -255,7 +310,10 @@ void Node::on_reconnect(void* arg) {
 
 void Node::on_timer(void* arg) {
     auto* node = static_cast<Node*>(arg);
-    failure("connecting to %s timed out", node->name.c_str());
+    // closed() tells of a handshake that never ended
+    if (!node->tcp_up || !node->ssl) {
+        failure("connecting to %s timed out", node->name.c_str());
+    }
     // fails the queued calls; closed() schedules a retry
     if (node->ac) redisAsyncFree(node->ac);
 }
@@ -293,8 +351,7 @@ void Node::abandon() {
 void Node::outcome(bool ok) {
     if (ok) {
         if (rrl_breaker_success(&breaker) == RRL_BREAKER_CLOSED_AGAIN) {
-            warn("%s answers again, circuit closed",
-                 name.c_str());
+            warn("%s answers again, circuit closed", name.c_str());
         }
         return;
     }
@@ -321,7 +378,7 @@ void Node::outcome(bool ok) {
 // it keeps at most kMax: a cluster or a Sentinel naming ever new addresses
 // does not grow it without bound.
 Node* Nodes::get(Role role, const char* host, unsigned port,
-                 const char* unix_path) {
+                 const char* unix_path, const std::string& tls_name) {
     const char* addr = unix_path ? unix_path : host;
     if (std::strlen(addr) >= RRL_HOST_MAX || (!unix_path && !numeric(host))) {
         // hiredis would resolve a name, blocking the worker
@@ -351,7 +408,7 @@ Node* Nodes::get(Role role, const char* host, unsigned port,
         nodes_.emplace_back(engine_);
     }
     Node& node = nodes_.back();
-    node.reset(role, unix_path ? "" : host, port, path);
+    node.reset(role, unix_path ? "" : host, port, path, tls_name);
     return &node;
 }
 

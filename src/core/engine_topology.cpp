@@ -175,7 +175,8 @@ Node* Topology::cluster_target() {
     const rrl_engine_addr_t& a =
         engine_
             .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 1)];
-    Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path);
+    Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path,
+                                   engine_.tls_name(&a, a.host));
     if (node) {
         // a seed out of the map is closed once it has answered
         node->used = true;
@@ -212,7 +213,8 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
             continue;
         }
         Node* node =
-            engine_.nodes.get(Role::data, host, ranges[i].port, nullptr);
+            engine_.nodes.get(Role::data, host, ranges[i].port, nullptr,
+                              engine_.tls_name(nullptr, host));
         if (node == nullptr) return false;
         // no other address of this map takes its node over
         node->mapped = true;
@@ -241,7 +243,8 @@ Node* Topology::sentinel_target() {
     const rrl_engine_addr_t& a =
         engine_
             .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 0)];
-    Node* node = engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path);
+    Node* node = engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path,
+                                   engine_.tls_name(&a, a.host));
     if (node) node->connect();
     return node;
 }
@@ -262,16 +265,17 @@ bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
             sentinel->name.c_str(), host);
         return false;
     }
-    Node* node = engine_.nodes.get(Role::data, host, port, nullptr);
+    Node* node = engine_.nodes.get(Role::data, host, port, nullptr,
+                                   engine_.tls_name(nullptr, host));
     if (node == nullptr) return false;
 
     void* previous;
     int rc = rrl_primary_switch(&primary_, node, &previous);
     auto* old = static_cast<Node*>(previous);
     if (rc != RRL_PRIMARY_SAME) {
-        (old ? warn : info)(
-            "sentinel %s: the primary of \"%s\" is %s",
-            sentinel->name.c_str(), name.c_str(), node->name.c_str());
+        (old ? warn : info)("sentinel %s: the primary of \"%s\" is %s",
+                            sentinel->name.c_str(), name.c_str(),
+                            node->name.c_str());
     }
     // "mapped": no other address takes its node over
     node->mapped = true;

@@ -24,7 +24,7 @@ constexpr std::array<const char*, RRL_METRICS_STATUSES> kStatuses = {
 
 constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
     "timeout",     "connection", "noscript",     "moved",     "ask",
-    "error_reply", "bad_reply",  "circuit_open", "max_parked"};
+    "error_reply", "bad_reply",  "circuit_open", "max_parked", "tls_handshake"};
 
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {
     "closed", "half_open", "open"};

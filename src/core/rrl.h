@@ -398,7 +398,8 @@ void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
 #define RRL_METRICS_ERR_BAD_REPLY     6   /* not the script's shape */
 #define RRL_METRICS_ERR_CIRCUIT_OPEN  7   /* not asked: circuit open */
 #define RRL_METRICS_ERR_MAX_PARKED    8   /* not asked: max_parked */
-#define RRL_METRICS_ERR_KINDS         9
+#define RRL_METRICS_ERR_TLS           9   /* a TLS handshake failed */
+#define RRL_METRICS_ERR_KINDS         10
 
 /* round-trip time buckets: 0.5 ms .. 1 s, then +Inf */
 #define RRL_METRICS_BUCKETS  12

@@ -11,6 +11,7 @@
 
 #include "rrl.h"
 #include "rrl_metrics_count.h"
+#include "rrl_tls.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,7 @@ typedef struct {
     const char  *host;        /* NUL-terminated; NULL with unix_path */
     unsigned     port;
     const char  *unix_path;   /* NUL-terminated, or NULL: TCP */
+    const char  *name;        /* as written, NUL-terminated: TLS's name */
 } rrl_engine_addr_t;
 
 typedef struct {
@@ -91,6 +93,11 @@ typedef struct {
     uint64_t                  max_parked;     /* calls at once */
     const char               *sha;            /* the script's, to call it by */
     size_t                    sha_len;
+    /* TLS (rrl_tls.h), NULL: plain TCP; the name checked, NULL: see tls.md */
+    const struct rrl_tls_s   *tls;
+    const struct rrl_tls_s   *sentinel_tls;
+    const char               *tls_server_name;
+    size_t                    tls_server_name_len;
 } rrl_engine_conf_t;
 
 /*

@@ -41,3 +41,9 @@ class Tls {
 };
 
 }  // namespace rrl
+
+// rrl_tls.h's handle
+struct rrl_tls_s {
+    rrl::Tls tls;
+    explicit rrl_tls_s(const rrl::TlsFiles& files) : tls(files) {}
+};

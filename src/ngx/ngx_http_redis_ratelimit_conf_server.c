@@ -15,6 +15,10 @@
 static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
     ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
     ngx_str_t *value);
+static char *ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf,
+    ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
+    rrl_server_conf_t *sc);
+static void ngx_http_redis_ratelimit_tls_cleanup(void *data);
 
 
 char *
@@ -74,7 +78,68 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
     rmcf->sentinel_password.data = (u_char *) sc->sentinel_password.data;
     rmcf->sentinel_password.len = sc->sentinel_password.len;
 
+    return sc->tls ? ngx_http_redis_ratelimit_server_tls(cf, cmd, rmcf, sc)
+                   : NGX_CONF_OK;
+}
+
+
+/* the SSL context: once a configuration, its files read now */
+
+static char *
+ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf, rrl_server_conf_t *sc)
+{
+    ngx_uint_t           i;
+    ngx_str_t            files[3];
+    ngx_pool_cleanup_t  *cln;
+    char                 why[NGX_MAX_CONF_ERRSTR];
+
+    files[0].data = (u_char *) sc->tls_ca.data;
+    files[0].len = sc->tls_ca.len;
+    files[1].data = (u_char *) sc->tls_cert.data;
+    files[1].len = sc->tls_cert.len;
+    files[2].data = (u_char *) sc->tls_key.data;
+    files[2].len = sc->tls_key.len;
+
+    for (i = 0; i < 3; i++) {
+        /* relative to nginx's prefix, NUL-terminated */
+        if (files[i].len
+            && ngx_conf_full_name(cf->cycle, &files[i], 1) != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rmcf->tls = rrl_tls_new(files[0].len ? (char *) files[0].data : NULL,
+                            files[1].len ? (char *) files[1].data : NULL,
+                            files[2].len ? (char *) files[2].data : NULL,
+                            sc->tls_verify, why, sizeof(why));
+    if (rmcf->tls == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\" directive",
+                           why, &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_redis_ratelimit_tls_cleanup;
+    cln->data = rmcf->tls;
+
+    rmcf->sentinel_tls = sc->sentinel_tls;
+    rmcf->tls_server_name.data = (u_char *) sc->tls_server_name.data;
+    rmcf->tls_server_name.len = sc->tls_server_name.len;
+
     return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_redis_ratelimit_tls_cleanup(void *data)
+{
+    rrl_tls_free(data);
 }
 
 

@@ -89,6 +89,7 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
         addrs[i].host = (char *) addr[i].host;
         addrs[i].port = addr[i].port;
         addrs[i].unix_path = (char *) addr[i].unix_path;
+        addrs[i].name = (char *) addr[i].name.data;
     }
 
     ngx_memzero(&conf, sizeof(rrl_engine_conf_t));
@@ -114,6 +115,10 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     conf.max_parked = rmcf->max_parked;
     conf.sha = (char *) rmcf->script_sha1.data;
     conf.sha_len = rmcf->script_sha1.len;
+    conf.tls = rmcf->tls;
+    conf.sentinel_tls = rmcf->sentinel_tls ? rmcf->tls : NULL;
+    conf.tls_server_name = (char *) rmcf->tls_server_name.data;
+    conf.tls_server_name_len = rmcf->tls_server_name.len;
 
     link->engine = rrl_engine_new(&conf, &link->loop);
     if (link->engine == NULL) {

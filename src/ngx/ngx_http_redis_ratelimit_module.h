@@ -101,6 +101,10 @@ typedef struct {
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
 
     ngx_str_t                    script_sha1;
+
+    rrl_tls_t                   *tls;         /* NULL: plain TCP */
+    ngx_flag_t                   sentinel_tls;
+    ngx_str_t                    tls_server_name;  /* empty: addresses' */
 } ngx_http_redis_ratelimit_main_conf_t;
 
 
