@@ -68,6 +68,15 @@ sub redis_cli_binary {
     return $cli;
 }
 
+# hiredis' generation in the module (0 or 1): 1.x's reader linked in (its
+# "Bad simple string value"), or its shared library
+sub hiredis_major {
+    my $m = module_path();
+    return 1 if index(read_file($m), 'Bad simple string value') >= 0;
+    my $ldd = run_command('ldd', $m);
+    return $ldd =~ /libhiredis\.so\.(\d+)/ ? $1 + 0 : 0;
+}
+
 sub which {
     my ($prog) = @_;
     return -x $prog ? $prog : undef if $prog =~ m{/};
