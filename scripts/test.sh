@@ -53,7 +53,7 @@ RRL_SANITIZE=0 scripts/build.sh build > build/build.log 2>&1 \
 run_suites build
 
 if [ "${RRL_VALKEY:-0}" = 1 ]; then
-    echo "== end-to-end tests against Valkey ($(valkey-server --version | cut -d' ' -f1-3), build)"
+    echo "== end-to-end tests against $(valkey-server --version | cut -d' ' -f1,3) (build)"
     RRL_REDIS_SERVER=valkey-server \
         RRL_MODULE="build/ngx_http_redis_ratelimit_module.so" prove -r t/
 fi
