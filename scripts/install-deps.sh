@@ -1,6 +1,12 @@
 #!/bin/bash
 # Installs, from Debian 12's own packages, whatever the build, the demo and
 # the tests need and this machine lacks. Does nothing when all is there.
+#
+# RRL_VALKEY=1 also installs valkey-server 8 (and valkey-cli) from
+# bookworm-backports, adding a sources file for it (the archive of
+# /etc/apt/sources.list.d/debian.sources) if none names it: for the t/ suite
+# against Valkey (RRL_REDIS_SERVER=valkey-server). Only when asked, so that a
+# plain run adds no suite to the machine's sources.
 
 set -euo pipefail
 
@@ -15,19 +21,31 @@ packages=(
     prometheus
 )
 
+backports=()
+if [ "${RRL_VALKEY:-0}" = 1 ]; then
+    backports+=(valkey-server valkey-tools)
+fi
+
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 missing=()
 for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
-            | grep -q "install ok installed"; then
+    if ! installed "$p"; then
         missing+=("$p")
     fi
 done
+missing_backports=()
+for p in "${backports[@]}"; do
+    if ! installed "$p"; then
+        missing_backports+=("$p")
+    fi
+done
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_backports[@]} -eq 0 ]; then
     exit 0
 fi
-
-echo "installing: ${missing[*]}"
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -35,6 +53,32 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+
+if [ ${#missing_backports[@]} -gt 0 ] \
+        && ! grep -rqs "bookworm-backports" /etc/apt/sources.list \
+                /etc/apt/sources.list.d/; then
+    uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources \
+          2>/dev/null || true)
+    uri=${uri:-http://deb.debian.org/debian}
+    echo "adding /etc/apt/sources.list.d/rrl-backports.sources (bookworm-backports from $uri)"
+    printf '%s\n' \
+        "# bookworm-backports, for valkey-server (scripts/install-deps.sh)" \
+        "Types: deb" \
+        "URIs: $uri" \
+        "Suites: bookworm-backports" \
+        "Components: main" \
+        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
+        | "${sudo[@]}" tee /etc/apt/sources.list.d/rrl-backports.sources > /dev/null
+fi
+
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    > /dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+        > /dev/null
+fi
+if [ ${#missing_backports[@]} -gt 0 ]; then
+    echo "installing from bookworm-backports: ${missing_backports[*]}"
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+        -t bookworm-backports "${missing_backports[@]}" > /dev/null
+fi

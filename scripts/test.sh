@@ -13,6 +13,15 @@
 # RRL_PACKAGE=1 also builds the Debian package (debian/), installs it,
 # runs a request through the installed module and purges it again
 # (scripts/package-test.sh).
+#
+# RRL_HIREDIS1=1 also builds hiredis 1.2 with TLS from Debian trixie's
+# source package (scripts/hiredis.sh), builds the core, the tests and the
+# module against it (statically) into build-hiredis1/ and runs both suites
+# with that build.
+#
+# RRL_VALKEY=1 also installs valkey-server 8 from bookworm-backports
+# (scripts/install-deps.sh) and runs the end-to-end tests against it, with
+# the plain build.
 
 set -euo pipefail
 
@@ -42,6 +51,22 @@ mkdir -p build
 RRL_SANITIZE=0 scripts/build.sh build > build/build.log 2>&1 \
     || RRL_SANITIZE=0 scripts/build.sh build
 run_suites build
+
+if [ "${RRL_VALKEY:-0}" = 1 ]; then
+    echo "== end-to-end tests against $(valkey-server --version | cut -d' ' -f1,3) (build)"
+    RRL_REDIS_SERVER=valkey-server \
+        RRL_MODULE="build/ngx_http_redis_ratelimit_module.so" prove -r t/
+fi
+
+if [ "${RRL_HIREDIS1:-0}" = 1 ]; then
+    echo "== build with hiredis 1.x"
+    scripts/hiredis.sh build-hiredis1
+    RRL_SANITIZE=0 RRL_HIREDIS_ROOT=build-hiredis1/hiredis \
+        scripts/build.sh build-hiredis1 > build-hiredis1/build.log 2>&1 \
+        || RRL_SANITIZE=0 RRL_HIREDIS_ROOT=build-hiredis1/hiredis \
+            scripts/build.sh build-hiredis1
+    run_suites build-hiredis1
+fi
 
 if [ "${RRL_ASAN:-0}" = 1 ]; then
     echo "== build with ASan and UBSan"

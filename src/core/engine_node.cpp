@@ -36,7 +36,13 @@ void* create_string(const redisReadTask* task, char* str, size_t len) {
                            : nullptr;
 }
 
-void* create_array(const redisReadTask* task, int elements) {
+#if HIREDIS_MAJOR >= 1
+using array_size = size_t;
+#else
+using array_size = int;
+#endif
+
+void* create_array(const redisReadTask* task, array_size elements) {
     return solicited(task) ? hiredis_replies->createArray(task, elements)
                            : nullptr;
 }
@@ -50,9 +56,27 @@ void* create_nil(const redisReadTask* task) {
     return solicited(task) ? hiredis_replies->createNil(task) : nullptr;
 }
 
+#if HIREDIS_MAJOR >= 1
+// hiredis 1.x also builds RESP3's doubles and booleans
+void* create_double(const redisReadTask* task, double value, char* str,
+                    size_t len) {
+    return solicited(task)
+               ? hiredis_replies->createDouble(task, value, str, len)
+               : nullptr;
+}
+
+void* create_bool(const redisReadTask* task, int value) {
+    return solicited(task) ? hiredis_replies->createBool(task, value) : nullptr;
+}
+
+redisReplyObjectFunctions counted_replies = {
+    create_string, create_array, create_integer, create_double,
+    create_nil,    create_bool,  freeReplyObject};  // hiredis' own, as theirs
+#else
 redisReplyObjectFunctions counted_replies = {
     create_string, create_array, create_integer, create_nil,
     freeReplyObject};  // hiredis' own, as theirs
+#endif
 
 }  // namespace
 

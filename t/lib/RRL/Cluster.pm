@@ -220,7 +220,7 @@ sub start_node {
     mkdir $dir;
     chmod 0755, $dir;
 
-    my @cmd = ('redis-server',
+    my @cmd = (RRL::Test::redis_server_binary(),
         '--port', $port,
         '--bind', '127.0.0.1',
         '--cluster-enabled', 'yes',
@@ -325,7 +325,8 @@ sub auth_args {
 
 sub raw_cli {
     my ($self, $port, $auth, @args) = @_;
-    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
+        '-h', '127.0.0.1', '-p', $port,
         @$auth, '--raw', @args);
 }
 
@@ -340,7 +341,8 @@ sub cli {
 # output (trailing newline removed), $? its exit status
 sub cli_out {
     my ($self, $args) = @_;
-    return scalar RRL::Test::run_command('redis-cli', $self->auth_args, @$args);
+    return scalar RRL::Test::run_command(RRL::Test::redis_cli_binary(),
+        $self->auth_args, @$args);
 }
 
 sub cli_ok {

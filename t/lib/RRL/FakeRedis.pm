@@ -31,6 +31,10 @@ package RRL::FakeRedis;
 #   silent            reads, never answers EVALSHA
 #   close             closes the connection on EVALSHA
 #   error             -ERR something, with a \n and a forged log line
+#                     (hiredis 1.x refuses \r and \n in an error line: a
+#                     protocol error, "Bad simple string value"; for a
+#                     module on 1.x the text has an ESC, \x1b, there:
+#                     error_separator() says which)
 #   noscript_forever  -NOSCRIPT for every EVALSHA, also after SCRIPT LOAD
 #   extra             the valid reply followed at once (same write) by an
 #                     unsolicited -ERR reply: nothing else is in flight then
@@ -64,6 +68,7 @@ use Socket qw(IPPROTO_TCP TCP_NODELAY);
 use Time::HiRes qw(time);
 
 use RRL::Cluster ();
+use RRL::Test ();
 
 my %BEHAVIOURS = map { $_ => 1 } qw(valid malformed wrong_type wrong_count
     bad_values huge_time huge_remaining huge_bulk flood split silent close
@@ -71,6 +76,10 @@ my %BEHAVIOURS = map { $_ => 1 } qw(valid malformed wrong_type wrong_count
     ask_churn clusterdown readonly);
 
 sub behaviours { sort keys %BEHAVIOURS }
+
+# the byte between the two lines of the 'error' behaviour's text: \n, or an
+# ESC for a module on hiredis 1.x, whose reader refuses \r and \n there
+sub error_separator { RRL::Test::hiredis_major() >= 1 ? "\x1b" : "\n" }
 
 sub new {
     my ($class, %o) = @_;
@@ -83,6 +92,7 @@ sub new {
         or croak "fake redis: cannot listen: $!";
     my $port = $l->sockport;
     my $stats = "$o{dir}/fakeredis-$port.stats";
+    my $separator = $b eq 'error' ? error_separator() : "\n";
 
     my $pid = fork;
     croak "fork: $!" unless defined $pid;
@@ -90,7 +100,7 @@ sub new {
     if ($pid == 0) {
         $SIG{TERM} = 'DEFAULT';
         open STDIN, '<', '/dev/null';
-        eval { serve($l, $b, $stats, $o{delay} // 0.001) };
+        eval { serve($l, $b, $stats, $o{delay} // 0.001, $separator) };
         print STDERR "fake redis: $@" if $@;
         POSIX::_exit(0);
     }
@@ -273,7 +283,7 @@ sub parse_command {
 }
 
 sub serve {
-    my ($l, $behaviour, $stats_file, $delay) = @_;
+    my ($l, $behaviour, $stats_file, $delay, $separator) = @_;
 
     $l->blocking(0);
     my %conn;    # fileno => {s, in, out => [[at, bytes], ...], n, dead}
@@ -409,8 +419,8 @@ sub serve {
                     last;
                 } elsif ($behaviour eq 'error') {
                     # a bare \n is part of the line: a forged log line
-                    # unless the text is escaped
-                    $queue->($c, "-ERR something went wrong\n"
+                    # unless the text is escaped (an ESC for hiredis 1.x)
+                    $queue->($c, "-ERR something went wrong$separator"
                         . "2000/01/01 00:00:00 [warn] 1#1: forged by Redis\r\n");
                 } elsif ($behaviour eq 'moved' || $behaviour eq 'ask') {
                     $queue->($c, '-' . uc($behaviour)

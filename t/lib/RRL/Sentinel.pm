@@ -130,7 +130,8 @@ sub start_data {
     # need not convert a node that says it is a primary (it waits 8 s)
     my @extra = $self->{data}{$port} && $replicaof
         ? ('--replicaof', '127.0.0.1', $replicaof) : ();
-    my $pid = RRL::Cluster::spawn(['redis-server', $conf, @extra], $dir);
+    my $pid = RRL::Cluster::spawn(
+        [RRL::Test::redis_server_binary(), $conf, @extra], $dir);
     $self->{data}{$port} = { port => $port, pid => $pid, dir => $dir,
         conf => $conf };
 
@@ -182,7 +183,8 @@ sub start_sentinel {
                'sentinel sentinel-pass ' . quote($self->{sentinel_password}))
             : ()));
 
-    my $pid = RRL::Cluster::spawn(['redis-server', $conf, '--sentinel'], $dir);
+    my $pid = RRL::Cluster::spawn(
+        [RRL::Test::redis_server_binary(), $conf, '--sentinel'], $dir);
     $self->{sentinels}{$port} = { port => $port, pid => $pid, dir => $dir,
         conf => $conf };
 
@@ -235,21 +237,24 @@ sub data_auth {
 # user with its password)
 sub cli {
     my ($self, $port, @args) = @_;
-    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
+        '-h', '127.0.0.1', '-p', $port,
         $self->data_auth, '--raw', @args);
 }
 
 # cli_db($port, $db, @command)
 sub cli_db {
     my ($self, $port, $db, @args) = @_;
-    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
+        '-h', '127.0.0.1', '-p', $port,
         $self->data_auth, '-n', $db, '--raw', @args);
 }
 
 # scli($port, @command): a Sentinel
 sub scli {
     my ($self, $port, @args) = @_;
-    return RRL::Test::run_command('redis-cli', '-h', '127.0.0.1', '-p', $port,
+    return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
+        '-h', '127.0.0.1', '-p', $port,
         (defined $self->{sentinel_password}
             ? ('-a', $self->{sentinel_password}, '--no-auth-warning') : ()),
         '--raw', @args);

@@ -18,7 +18,9 @@ package RRL::Test;
 #
 # Environment: RRL_MODULE (the .so), RRL_NGINX (the nginx binary),
 # RRL_NGINX_PRELOAD (LD_PRELOAD for nginx only, e.g. the ASan runtime),
-# RRL_TEST_KEEP=1 keeps the temporary directory.
+# RRL_REDIS_SERVER (the server every helper starts: redis-server, or
+# valkey-server; its cli is the same name with -cli for -server, or
+# RRL_REDIS_CLI), RRL_TEST_KEEP=1 keeps the temporary directory.
 
 use strict;
 use warnings;
@@ -57,8 +59,27 @@ sub nginx_binary { $ENV{RRL_NGINX} // '/usr/sbin/nginx' }
 # when the module is built with sanitizers and nginx is not)
 sub nginx_preload { $ENV{RRL_NGINX_PRELOAD} // $ENV{LD_PRELOAD} // '' }
 
+# the server binary and its cli, for RRL::Test, RRL::Cluster and RRL::Sentinel
+sub redis_server_binary { $ENV{RRL_REDIS_SERVER} // 'redis-server' }
+
+sub redis_cli_binary {
+    return $ENV{RRL_REDIS_CLI} if defined $ENV{RRL_REDIS_CLI};
+    (my $cli = redis_server_binary()) =~ s/-server\z/-cli/;
+    return $cli;
+}
+
+# hiredis' generation in the module (0 or 1): 1.x's reader linked in (its
+# "Bad simple string value"), or its shared library
+sub hiredis_major {
+    my $m = module_path();
+    return 1 if index(read_file($m), 'Bad simple string value') >= 0;
+    my $ldd = run_command('ldd', $m);
+    return $ldd =~ /libhiredis\.so\.(\d+)/ ? $1 + 0 : 0;
+}
+
 sub which {
     my ($prog) = @_;
+    return -x $prog ? $prog : undef if $prog =~ m{/};
     for my $d (split /:/, $ENV{PATH} // '') {
         return "$d/$prog" if -x "$d/$prog";
     }
@@ -97,7 +118,7 @@ sub new {
     Test::More::plan(skip_all => "nginx not found: " . nginx_binary()
         . " (set RRL_NGINX)")
         unless -x nginx_binary();
-    for my $p (qw(redis-server redis-cli)) {
+    for my $p (redis_server_binary(), redis_cli_binary()) {
         Test::More::plan(skip_all => "$p not found in PATH") unless which($p);
     }
 
@@ -182,7 +203,7 @@ sub start_redis {
     }
     chmod 0755, $rdir;
 
-    my @cmd = ('redis-server',
+    my @cmd = (redis_server_binary(),
         '--port', $self->{redis_port},
         '--bind', '127.0.0.1',
         '--save', '',
@@ -264,7 +285,7 @@ sub signal_redis {
 
 sub redis_cli_cmd {
     my ($self, $db) = @_;
-    return ('redis-cli', '-h', '127.0.0.1', '-p', $self->{redis_port},
+    return (redis_cli_binary(), '-h', '127.0.0.1', '-p', $self->{redis_port},
         (defined $self->{redis_password}
             ? ('-a', $self->{redis_password}, '--no-auth-warning') : ()),
         (defined $db ? ('-n', $db) : ()),
