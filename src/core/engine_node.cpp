@@ -209,8 +209,13 @@ bool Node::start_tls(redisAsyncContext* c) {
         ssl = s;
         return true;
     }
-    failure("cannot start TLS with %s: %s", name.c_str(),
-            s ? c->errstr : "no memory");
+    if (s) {
+        // on loopback, the handshake may fail at once
+        std::string reason = Tls::why(s);
+        engine.loop.error(RRL_METRICS_ERR_TLS);
+        failure("TLS handshake with %s failed: %s", name.c_str(),
+                reason.empty() ? c->errstr : reason.c_str());
+    }
     SSL_free(s);
 #else
     (void)c;
