@@ -7,7 +7,8 @@
 # nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|b|c|d|all (all)] [--module SO]
+#                    [--scenario a|b|c|d|t|all (all)]
+#                    [--module SO] [--tls-module SO]
 #
 # Each nginx has one worker and serves the same 6-byte static file on
 # loopback; wrk -t1 -c64 --latency runs against each in turn, round after
@@ -22,6 +23,11 @@
 # the ratios module/bare, module/peer, peer/bare and limit_req/bare.
 #
 # Scenarios (10,000 keys: ?k=0..9999 in turn, pre-formatted in wrk's Lua):
+#   t  TLS: scenario (a), fixed_window, by one module built with TLS
+#      (--tls-module, default build-hiredis1/: scripts/hiredis.sh, then
+#      RRL_HIREDIS_ROOT=build-hiredis1/hiredis scripts/build.sh
+#      build-hiredis1) against one Redis on its TCP port and on its TLS port
+#      (certificates made by openssl here): the ratio TLS/TCP
 #   a  all requests pass: 1000r/s per key, fixed_window and sliding_window
 #      (one run of six targets; bare and limit_req are shared by both tables)
 #   b  three limits per request, sliding_window: per key 1000r/s, per key
@@ -65,6 +71,7 @@ rounds=3
 seconds=4
 scenarios=all
 module=$here/build/ngx_http_redis_ratelimit_module.so
+tls_module=$here/build-hiredis1/ngx_http_redis_ratelimit_module.so
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
 bad_usage() { sed -n '/^#   bench\/compare.sh/,/^#$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -75,14 +82,15 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --scenario) scenarios=$2; shift 2 ;;
         --module) module=$2; shift 2 ;;
+        --tls-module) tls_module=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage ;;
     esac
 done
 
 case $scenarios in
-    all) scenarios="a b c d" ;;
-    a|b|c|d) ;;
+    all) scenarios="a b c d t" ;;
+    a|b|c|d|t) ;;
     *) bad_usage ;;
 esac
 case "$rounds$seconds" in
@@ -142,8 +150,11 @@ redis_port=$base
 declare -A http_port=(
     [bare]=$((base + 1)) [limit_req]=$((base + 2)) [peer]=$((base + 3))
     [module]=$((base + 4)) [peer_far]=$((base + 5)) [module_far]=$((base + 6))
+    [tls_tcp]=$((base + 8)) [tls]=$((base + 9))
 )
 far_port=$((base + 7))
+tls_redis_port=$((base + 10))     # one Redis, its TCP and TLS ports
+tls_port=$((base + 11))
 ns=rrlb$$
 veth_host=rrlb$$h
 veth_ns=rrlb$$n
@@ -161,6 +172,7 @@ cleanup() {
         if [ -f "$p" ]; then kill "$(cat "$p")" 2> /dev/null || true; fi
     done
     redis-cli -p "$redis_port" shutdown nosave > /dev/null 2>&1 || true
+    redis-cli -p "$tls_redis_port" shutdown nosave > /dev/null 2>&1 || true
     if [ -f "$dir/far-redis.pid" ]; then
         kill "$(cat "$dir/far-redis.pid")" 2> /dev/null || true
     fi
@@ -235,6 +247,8 @@ locations() { # KIND
             redis_ratelimit zone=b_key_m;
             redis_ratelimit zone=b_global;" ;;
             module:c) body="redis_ratelimit zone=c_bot;" ;;
+            tls:a-fw) body="redis_ratelimit zone=a_fw;" ;;
+            tls:*) body= ;;
         esac
         cat <<CONF
         location /$loc/ {
@@ -246,7 +260,7 @@ CONF
 }
 
 # the limiter's http-level lines
-limiter() { # KIND REDIS_HOST REDIS_PORT
+limiter() { # KIND REDIS_HOST REDIS_PORT [SERVER PARAMETERS]
     case $1 in
         bare) ;;
         limit_req) cat <<'CONF'
@@ -277,8 +291,8 @@ CONF
     }
 CONF
             ;;
-        module) cat <<CONF
-    redis_ratelimit_server $2:$3;
+        module|tls) cat <<CONF
+    redis_ratelimit_server $2:$3 ${4:-};
     redis_ratelimit_zone \$arg_k zone=a_fw rate=1000r/s algorithm=fixed_window;
     redis_ratelimit_zone \$arg_k zone=a_sw rate=1000r/s algorithm=sliding_window;
     redis_ratelimit_zone \$arg_k zone=b_key_s rate=1000r/s;
@@ -291,13 +305,14 @@ CONF
     esac
 }
 
-start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT]
+start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT [SERVER PARAMETERS]]
     local name=$1 kind=$2 inst=$dir/$1 modules=
     mkdir -p "$inst"
     case $kind in
         peer) modules="load_module /usr/lib/nginx/modules/ndk_http_module.so;
 load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;" ;;
         module) modules="load_module $module;" ;;
+        tls) modules="load_module $tls_module;" ;;
     esac
     cat > "$inst/nginx.conf" <<CONF
 $modules
@@ -307,7 +322,7 @@ pid $inst/nginx.pid;
 events { worker_connections 4096; }
 http {
     access_log off;
-$(limiter "$kind" "${3:-}" "${4:-}")
+$(limiter "$kind" "${3:-}" "${4:-}" "${5:-}")
     server {
         listen 127.0.0.1:${http_port[$name]};
 $(locations "$kind")
@@ -396,6 +411,36 @@ setup_far() {
     sleep 0.5
     for name in peer_far module_far; do
         headers "$name" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
+    done
+}
+
+# ---------------------------------------------------------------- TLS
+
+setup_tls() {
+    [ -f "$tls_module" ] || return 1
+    local t=$dir/tls
+    mkdir -p "$t"
+    (cd "$t" \
+        && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bench-ca \
+               -keyout ca.key -out ca.pem \
+        && openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+               -keyout redis.key -out redis.csr \
+        && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > ext \
+        && openssl x509 -req -in redis.csr -CA ca.pem -CAkey ca.key \
+               -CAcreateserial -days 2 -extfile ext -out redis.pem) \
+        > "$t/openssl.log" 2>&1 || return 1
+    chmod -R a+rX "$t"
+    start_redis redis-server --port "$tls_redis_port" --bind 127.0.0.1 \
+        --tls-port "$tls_port" --tls-cert-file "$t/redis.pem" \
+        --tls-key-file "$t/redis.key" --tls-ca-cert-file "$t/ca.pem" \
+        --tls-auth-clients no --logfile "$dir/tls-redis.log"
+    sleep 0.3
+    redis-cli -p "$tls_redis_port" ping > /dev/null || return 1
+    start_nginx tls_tcp tls 127.0.0.1 "$tls_redis_port"
+    start_nginx tls tls 127.0.0.1 "$tls_port" "tls tls_ca=$t/ca.pem"
+    sleep 0.5
+    for name in tls_tcp tls; do
+        headers "$name" "/a-fw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
     done
 }
 
@@ -522,7 +567,8 @@ ratios() { # BARE LIMIT_REQ PEER MODULE
 
 estimate=0
 for s in $scenarios; do
-    case $s in a) estimate=$((estimate + 6)) ;; *) estimate=$((estimate + 4)) ;; esac
+    case $s in a) estimate=$((estimate + 6)) ;; t) estimate=$((estimate + 2)) ;;
+        *) estimate=$((estimate + 4)) ;; esac
 done
 echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
      "about $((estimate * (rounds * seconds + 1) + 15)) s"
@@ -563,6 +609,20 @@ for s in $scenarios; do
         table "(c) one hot key (a bot) from all connections, 10r/s (sliding_window): nearly all 429" \
             c.bare c.limit_req c.peer c.module
         ratios c.bare c.limit_req c.peer c.module
+        ;;
+    t)
+        if ! setup_tls; then
+            echo
+            echo "(t) skipped: no module with TLS at $tls_module (scripts/hiredis.sh, then RRL_HIREDIS_ROOT=build-hiredis1/hiredis scripts/build.sh build-hiredis1)"
+            continue
+        fi
+        target t.tcp tls_tcp /a-fw/index.html $nkeys "127.0.0.1:$tls_redis_port" "module (TLS build), TCP"
+        target t.tls tls /a-fw/index.html $nkeys "127.0.0.1:$tls_redis_port" "module (TLS build), TLS"
+        run t.tcp t.tls
+        table "(t) all requests pass, fixed_window, 1000r/s per key: one module, one Redis, TCP then TLS" \
+            t.tcp t.tls
+        echo "  ratio (req/s): TLS/TCP $(ratio t.tls t.tcp)"
+        echo "  TLS module: $tls_module"
         ;;
     d)
         if ! setup_far; then
