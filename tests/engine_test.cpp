@@ -11,47 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "engine_harness.hpp"
+#include "engine_fixture.hpp"
 #include "rrl_conf.h"
 
 namespace rrl_test {
 namespace {
 
-const std::string kNoscript = "-NOSCRIPT No matching script. Please use EVAL.";
-
-class EngineTest : public ::testing::Test {
-   protected:
-    // ready: the connection set up (the script loaded)
-    void start() {
-        engine = make_engine(conf, loop);
-        ASSERT_TRUE(engine);
-        ASSERT_TRUE(loop.run_until([&] { return loaded(); }));
-    }
-    bool loaded() {
-        size_t loads = redis.count("SCRIPT LOAD");
-        if (loads == 0) return false;
-        loop.run(2);  // its reply read
-        return true;
-    }
-    rrl_metrics_t gauges() {
-        rrl_metrics_t m{};
-        rrl_engine_gauges(engine.get(), &m);
-        return m;
-    }
-    bool finish(TestCall& c) {
-        return loop.run_until([&] { return c.done > 0; });
-    }
-    // a batch answered by hand: its command's argv, last received
-    Argv last_batch() {
-        std::vector<Argv> b = redis.batch_commands();
-        return b.empty() ? Argv{} : b.back();
-    }
-
-    TestLoop loop;
-    FakeRedis redis{loop};
-    EngineConf conf{RRL_SERVER_SINGLE, {&redis}};
-    Engine engine{nullptr, rrl_engine_free};
-};
 
 TEST_F(EngineTest, SetsUpTheConnectionInOrder) {
     conf.username = "app";
@@ -286,9 +251,7 @@ TEST_F(EngineTest, RepliesNotOfTheScriptsShapeFail) {
 
 TEST_F(EngineTest, ACallTimesOutAndItsLateReplyIsDropped) {
     start();
-    redis.handler = [](FakeConn&, const Argv& a) {
-        return is_batch(a) ? std::string() : redis_reply(a);
-    };
+    redis.handler = blackhole_batches;
     TestCall c({"k"});
     ASSERT_TRUE(c.start(engine.get()));
     ASSERT_TRUE(loop.run_until([&] { return redis.batches() == 1; }));
@@ -328,9 +291,7 @@ TEST_F(EngineTest, ADetachedCallIsNeverReportedNorSent) {
 
 TEST_F(EngineTest, ACallDetachedInFlightDropsItsReply) {
     start();
-    redis.handler = [](FakeConn&, const Argv& a) {
-        return is_batch(a) ? std::string() : redis_reply(a);
-    };
+    redis.handler = blackhole_batches;
     TestCall c({"k"}), other({"o"});
     ASSERT_TRUE(c.start(engine.get()));
     ASSERT_TRUE(loop.run_until([&] { return redis.batches() == 1; }));
@@ -353,9 +314,7 @@ TEST_F(EngineTest, ACallDetachedInFlightDropsItsReply) {
 
 TEST_F(EngineTest, AReplyNoCommandAwaitsClosesTheConnection) {
     start();
-    redis.handler = [](FakeConn&, const Argv& a) {
-        return is_batch(a) ? std::string() : redis_reply(a);
-    };
+    redis.handler = blackhole_batches;
     TestCall c({"k"});
     ASSERT_TRUE(c.start(engine.get()));
     ASSERT_TRUE(loop.run_until([&] { return redis.batches() == 1; }));
@@ -470,7 +429,7 @@ TEST_F(EngineTest, ConnectingTimesOut) {
     ASSERT_EQ(listen(fd, 0), 0);
     std::vector<int> fillers;
     for (int i = 0; i < 2; i++) {
-        int f = socket(AF_INET, SOCK_STREAM, 0);
+        int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
         (void)connect(f, reinterpret_cast<sockaddr*>(&sa), len);
         fillers.push_back(f);
     }
@@ -494,9 +453,7 @@ TEST_F(EngineTest, ConnectingTimesOut) {
 TEST_F(EngineTest, MaxParkedRefusesMoreCalls) {
     conf.conf.max_parked = 2;
     start();
-    redis.handler = [](FakeConn&, const Argv& a) {
-        return is_batch(a) ? std::string() : redis_reply(a);
-    };
+    redis.handler = blackhole_batches;
     TestCall a({"a"}), b({"b"}), c({"c"});
     ASSERT_TRUE(a.start(engine.get()));
     ASSERT_TRUE(b.start(engine.get()));
@@ -513,9 +470,7 @@ TEST_F(EngineTest, MaxParkedRefusesMoreCalls) {
 
 TEST_F(EngineTest, FreedWithACallInFlight) {
     start();
-    redis.handler = [](FakeConn&, const Argv& a) {
-        return is_batch(a) ? std::string() : redis_reply(a);
-    };
+    redis.handler = blackhole_batches;
     TestCall c({"k"});
     ASSERT_TRUE(c.start(engine.get()));
     ASSERT_TRUE(loop.run_until([&] { return redis.batches() == 1; }));
