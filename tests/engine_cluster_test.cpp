@@ -326,5 +326,52 @@ TEST_F(ClusterTest, AtMost1024AddressesThenANodeOutOfUseIsTakenOver) {
     EXPECT_EQ(b.batches(), 1u);
 }
 
+TEST_F(ClusterTest, APartTimedOutReleasesThePartsThatPassed) {
+    serve(b, [](FakeConn&, const Argv&) { return std::string(); });
+    start();
+    TestCall call({ka, kb});
+    ASSERT_TRUE(call.start(engine.get()));
+    ASSERT_TRUE(loop.run_until([&] { return a.batches() && b.batches(); }));
+    loop.run(3);
+    loop.advance(200);
+    ASSERT_EQ(call.done, 1);
+    EXPECT_EQ(call.result.rc, RRL_ERROR);
+    EXPECT_EQ(call.error(), "timed out after 200 ms");
+    EXPECT_EQ(call.node(), b.name());  // the part that was not answered
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_TIMEOUT], 1u);
+    ASSERT_TRUE(loop.run_until([&] { return a.releases() == 1; }));
+    EXPECT_EQ(b.releases(), 0u);
+}
+
+TEST_F(ClusterTest, ARangeWithoutAHostIsTheNodeAsked) {
+    // Redis 7 names itself "" (or "?") when it knows no address of its own
+    slots = array({array({integer(0), integer(16383),
+                          array({bulk(""), integer(a.port())})})});
+    engine = make_engine(conf, loop);
+    ASSERT_TRUE(loop.run_until([&] { return loop.logged("slot map from"); }));
+    EXPECT_TRUE(loop.logged("16384 of 16384 slots on 1 primaries"));
+    loop.run(3);
+    TestCall call({kb});
+    ASSERT_TRUE(call.start(engine.get()));
+    ASSERT_TRUE(finish(call));
+    EXPECT_TRUE(call.passed());
+    EXPECT_EQ(a.batches(), 1u);
+}
+
+TEST_F(ClusterTest, ClusterSlotsUnansweredTimesOut) {
+    serve(a);
+    a.handler = [](FakeConn&, const Argv& x) {
+        return x[0] == "CLUSTER" ? std::string() : redis_reply(x);
+    };
+    engine = make_engine(conf, loop);
+    ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 1; }));
+    loop.advance(399);  // connect_timeout + timeout
+    EXPECT_FALSE(loop.logged("timed out"));
+    loop.advance(1);
+    EXPECT_TRUE(loop.logged("CLUSTER SLOTS on " + a.name() + " timed out"));
+    loop.advance(100);  // asked again soon
+    ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 2; }));
+}
+
 }  // namespace
 }  // namespace rrl_test

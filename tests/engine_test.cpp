@@ -480,5 +480,49 @@ TEST_F(EngineTest, FreedWithACallInFlight) {
     ASSERT_TRUE(loop.run_until([&] { return redis.open_conns() == 0; }));
 }
 
+TEST_F(EngineTest, AConnectionLostBeforeTheBatchWentFailsIt) {
+    start();
+    redis.close_all();
+    TestCall c({"k"});
+    ASSERT_TRUE(c.start(engine.get()));  // the loss is not seen yet
+    ASSERT_TRUE(finish(c));
+    EXPECT_EQ(c.result.rc, RRL_ERROR);
+    EXPECT_EQ(c.error(), "no connection");
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_CONNECTION], 1u);
+    EXPECT_EQ(redis.batches(), 0u);
+}
+
+TEST_F(EngineTest, NoReconnectWhileTheWorkerQuits) {
+    start();
+    loop.quitting = true;
+    redis.close_all();
+    ASSERT_TRUE(loop.run_until([&] { return loop.logged("lost"); }));
+    loop.advance(1000);
+    loop.run(5);
+    EXPECT_EQ(redis.accepted(), 1u);
+    EXPECT_EQ(loop.contexts(), 0u);
+}
+
+TEST_F(EngineTest, NotMadeWithANameOrAnEventTooLarge) {
+    conf.addrs[0].host = "localhost";  // never resolved by a worker
+    EXPECT_EQ(rrl_engine_new(conf.get(), loop.loop()), nullptr);
+    EXPECT_TRUE(loop.logged("redis_ratelimit: the engine: "));
+
+    conf.addrs[0] = redis.addr();
+    rrl_loop_t big = *loop.loop();
+    big.event_size = 4096;
+    EXPECT_EQ(rrl_engine_new(conf.get(), &big), nullptr);
+    EXPECT_EQ(loop.contexts(), 0u);
+}
+
+TEST_F(EngineTest, ABadCallIsNotMade) {
+    start();
+    TestCall c({"k"});
+    c.argv.pop_back();  // not the script call's shape
+    c.argvlen.pop_back();
+    EXPECT_FALSE(c.start(engine.get()));
+    EXPECT_EQ(gauges().parked, 0u);
+}
+
 }  // namespace
 }  // namespace rrl_test
