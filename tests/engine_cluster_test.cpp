@@ -373,5 +373,45 @@ TEST_F(ClusterTest, ClusterSlotsUnansweredTimesOut) {
     ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 2; }));
 }
 
+TEST_F(ClusterTest, AMovedOfAnotherSlotIsNotFollowed) {
+    start();
+    serve(a, [&](FakeConn&, const Argv&) { return redirect("MOVED", kb, b); });
+    TestCall call({ka});
+    ASSERT_TRUE(call.start(engine.get()));
+    ASSERT_TRUE(finish(call));
+    EXPECT_EQ(call.result.rc, RRL_ERROR);
+    EXPECT_EQ(call.error().substr(0, 6), "MOVED ");
+    EXPECT_EQ(b.batches(), 0u);
+}
+
+TEST_F(ClusterTest, ACallRefusedByOneNodeAbandonsTheProbeOfAnother) {
+    conf.conf.max_failures = 1;
+    conf.conf.cooldown_ms = 1000;
+    auto fail = [](FakeConn&, const Argv&) {
+        return std::string("-ERR down\r\n");
+    };
+    serve(a, fail);
+    serve(b, fail);
+    start();
+    TestCall fa({ka});  // a opens now, b 500 ms later
+    ASSERT_TRUE(fa.start(engine.get()));
+    ASSERT_TRUE(finish(fa));
+    loop.advance(500);
+    TestCall fb({kb});
+    ASSERT_TRUE(fb.start(engine.get()));
+    ASSERT_TRUE(finish(fb));
+    loop.advance(500);
+
+    // a grants its probe, b refuses: the call is not made, a's probe freed
+    serve(a);
+    TestCall both({ka, kb});
+    EXPECT_FALSE(both.start(engine.get()));
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_CIRCUIT_OPEN], 1u);
+    TestCall probe({ka});
+    ASSERT_TRUE(probe.start(engine.get()));
+    ASSERT_TRUE(finish(probe));
+    EXPECT_TRUE(probe.passed());
+}
+
 }  // namespace
 }  // namespace rrl_test

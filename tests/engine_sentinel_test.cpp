@@ -173,5 +173,16 @@ TEST_F(SentinelTest, AnAnswerThatNamesNoPrimaryIsLogged) {
     }));
 }
 
+TEST_F(SentinelTest, ASentinelNotConnectedIsAskedAgain) {
+    loop.fail_attach = true;
+    engine = make_engine(conf, loop);
+    loop.run(5);
+    EXPECT_EQ(asked(), 0u);
+    loop.fail_attach = false;
+    loop.advance(100);
+    ASSERT_TRUE(loop.run_until([&] { return p.count("SCRIPT LOAD") == 1; }));
+    EXPECT_EQ(asked(), 1u);
+}
+
 }  // namespace
 }  // namespace rrl_test

@@ -87,6 +87,11 @@ TEST_F(EngineTest, ACallPassesWithTheScriptsReply) {
     ASSERT_TRUE(c.start(engine.get()));
     EXPECT_EQ(c.done, 0);  // reported from the loop, never at once
     EXPECT_EQ(gauges().parked, 1u);
+    // sent and written in the turn it was made: read by Redis in the next
+    loop.turn();
+    EXPECT_GT(loop.flushes, 0u);
+    loop.turn();
+    EXPECT_EQ(redis.batches(), 1u);
     ASSERT_TRUE(finish(c));
 
     EXPECT_EQ(c.done, 1);
@@ -522,6 +527,20 @@ TEST_F(EngineTest, ABadCallIsNotMade) {
     c.argvlen.pop_back();
     EXPECT_FALSE(c.start(engine.get()));
     EXPECT_EQ(gauges().parked, 0u);
+}
+
+TEST_F(EngineTest, AReplyReadInTheTurnItsTimeoutFiresDecides) {
+    start();
+    redis.handler = blackhole_batches;
+    TestCall c({"k"});
+    ASSERT_TRUE(c.start(engine.get()));
+    ASSERT_TRUE(loop.run_until([&] { return redis.batches() == 1; }));
+    redis.last_open()->send(pass_reply(last_batch()));
+    // the reply is read first in the turn, then the timer is due
+    loop.now_ms += 200;
+    ASSERT_TRUE(finish(c));
+    EXPECT_TRUE(c.passed());
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_TIMEOUT], 0u);
 }
 
 }  // namespace
