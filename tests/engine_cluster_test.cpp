@@ -23,7 +23,9 @@ std::string key_in(unsigned lo, unsigned hi) {
     }
 }
 
-unsigned slot_of(const std::string& k) { return rrl_key_slot(k.data(), k.size()); }
+unsigned slot_of(const std::string& k) {
+    return rrl_key_slot(k.data(), k.size());
+}
 
 class ClusterTest : public ::testing::Test {
    protected:
@@ -42,9 +44,8 @@ class ClusterTest : public ::testing::Test {
     void start() {
         engine = make_engine(conf, loop);
         ASSERT_TRUE(engine);
-        ASSERT_TRUE(loop.run_until([&] {
-            return a.count("SCRIPT LOAD") && b.count("SCRIPT LOAD");
-        }));
+        ASSERT_TRUE(loop.run_until(
+            [&] { return a.count("SCRIPT LOAD") && b.count("SCRIPT LOAD"); }));
         loop.run(3);
     }
     bool finish(TestCall& call) {
@@ -258,15 +259,14 @@ TEST_F(ClusterTest, SeedsAreAskedInTurn) {
     };
     EngineConf seeds(RRL_SERVER_CLUSTER, {&standalone, &a});
     engine = make_engine(seeds, loop);
-    ASSERT_TRUE(loop.run_until(
-        [&] { return standalone.count("CLUSTER SLOTS") == 1; }));
+    ASSERT_TRUE(
+        loop.run_until([&] { return standalone.count("CLUSTER SLOTS") == 1; }));
     loop.run(3);
     EXPECT_TRUE(loop.logged("CLUSTER SLOTS on " + standalone.name()));
     EXPECT_EQ(a.count("CLUSTER SLOTS"), 0u);
     loop.advance(100);  // a failure is retried soon, with the next seed
-    ASSERT_TRUE(loop.run_until([&] {
-        return a.count("SCRIPT LOAD") && b.count("SCRIPT LOAD");
-    }));
+    ASSERT_TRUE(loop.run_until(
+        [&] { return a.count("SCRIPT LOAD") && b.count("SCRIPT LOAD"); }));
     loop.run(3);
     EXPECT_EQ(a.count("CLUSTER SLOTS"), 1u);
     TestCall call({kb});
@@ -306,11 +306,11 @@ TEST_F(ClusterTest, AtMost1024AddressesThenANodeOutOfUseIsTakenOver) {
     ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 1; }));
     // a reply of 1025 ranges takes a few reads
     EXPECT_TRUE(loop.run_until([&] {
-        return loop.logged("1024 addresses in use, none idle: "
-                           "127.0.0.1:21023 is not connected");
+        return loop.logged(
+            "1024 addresses in use, none idle: "
+            "127.0.0.1:21023 is not connected");
     }));
     EXPECT_FALSE(loop.logged("cluster slot map from"));
-
 
     // a map of the seed alone, then a MOVED to b: b takes a node over
     slots = cluster_slots({{0, 16383, a.port()}});
@@ -345,8 +345,8 @@ TEST_F(ClusterTest, APartTimedOutReleasesThePartsThatPassed) {
 
 TEST_F(ClusterTest, ARangeWithoutAHostIsTheNodeAsked) {
     // Redis 7 names itself "" (or "?") when it knows no address of its own
-    slots = array({array({integer(0), integer(16383),
-                          array({bulk(""), integer(a.port())})})});
+    slots = array({array(
+        {integer(0), integer(16383), array({bulk(""), integer(a.port())})})});
     engine = make_engine(conf, loop);
     ASSERT_TRUE(loop.run_until([&] { return loop.logged("slot map from"); }));
     EXPECT_TRUE(loop.logged("16384 of 16384 slots on 1 primaries"));

@@ -21,7 +21,9 @@ namespace rrl_test {
 
 namespace {
 
-LoopEvent* event(void* ev) { return static_cast<LoopEvent*>(ev); }
+LoopEvent* event(void* ev) {
+    return static_cast<LoopEvent*>(ev);
+}
 
 TestLoop* current = nullptr;  // the logger's
 
@@ -39,7 +41,9 @@ void set_nonblocking(int fd) {
 // directions at once), writes when hiredis has output
 void ev_add_read(void*) {}
 void ev_del_read(void*) {}
-void ev_add_write(void* data) { static_cast<LoopConn*>(data)->want_write = true; }
+void ev_add_write(void* data) {
+    static_cast<LoopConn*>(data)->want_write = true;
+}
 void ev_del_write(void* data) {
     static_cast<LoopConn*>(data)->want_write = false;
 }
@@ -81,10 +85,8 @@ TestLoop::TestLoop() {
     loop_.clock = []() { return static_cast<int64_t>(current->now_ms) * 1000; };
     loop_.random = []() { return current->random_value; };
     loop_.quitting = []() { return current->quitting ? 1 : 0; };
-    loop_.attach = [](redisAsyncContext* ac,
-                      void (*closed)(void*, const char*), void* arg) {
-        return current->attach(ac, closed, arg);
-    };
+    loop_.attach = [](redisAsyncContext* ac, void (*closed)(void*, const char*),
+                      void* arg) { return current->attach(ac, closed, arg); };
     loop_.flush = [](void* conn) {
         current->flush(static_cast<LoopConn*>(conn));
     };
@@ -113,10 +115,9 @@ size_t TestLoop::count_logged(const std::string& part) const {
 }
 
 size_t TestLoop::timers(bool cancelable) const {
-    return static_cast<size_t>(
-        std::count_if(timers_.begin(), timers_.end(), [&](LoopEvent* e) {
-            return e->cancelable == cancelable;
-        }));
+    return static_cast<size_t>(std::count_if(
+        timers_.begin(), timers_.end(),
+        [&](LoopEvent* e) { return e->cancelable == cancelable; }));
 }
 
 void TestLoop::timer_add(LoopEvent* ev, uint64_t ms) {
@@ -186,7 +187,9 @@ int TestLoop::watch(int fd, std::function<short()> events,
     return id;
 }
 
-void TestLoop::unwatch(int id) { watchers_.erase(id); }
+void TestLoop::unwatch(int id) {
+    watchers_.erase(id);
+}
 
 void TestLoop::turn(int poll_ms) {
     std::vector<pollfd> fds;
@@ -422,8 +425,8 @@ void FakeRedis::handle(FakeConn& c) {
 }
 
 size_t FakeRedis::count(const std::string& words) const {
-    size_t n = 1 + static_cast<size_t>(
-                       std::count(words.begin(), words.end(), ' '));
+    size_t n =
+        1 + static_cast<size_t>(std::count(words.begin(), words.end(), ' '));
     return static_cast<size_t>(
         std::count_if(commands.begin(), commands.end(), [&](const Argv& a) {
             if (a.size() < n) return false;
@@ -433,7 +436,9 @@ size_t FakeRedis::count(const std::string& words) const {
         }));
 }
 
-size_t FakeRedis::batches() const { return batch_commands().size(); }
+size_t FakeRedis::batches() const {
+    return batch_commands().size();
+}
 
 size_t FakeRedis::releases() const {
     return static_cast<size_t>(
@@ -476,7 +481,9 @@ std::string array(const std::vector<std::string>& items) {
     return out;
 }
 
-std::string integer(long long v) { return ":" + std::to_string(v) + "\r\n"; }
+std::string integer(long long v) {
+    return ":" + std::to_string(v) + "\r\n";
+}
 
 namespace {
 
@@ -634,10 +641,14 @@ TestCall::TestCall(const std::vector<std::string>& keys) {
     result.capacity = sizeof(values) / sizeof(values[0]);
 }
 
+TestCall::~TestCall() {
+    if (call) rrl_engine_detach(call);
+}
+
 bool TestCall::start(rrl_engine_t* engine) {
     call = rrl_engine_call(engine, static_cast<int>(argv.size()), argv.data(),
-                           argvlen.data(), zones.data(), zones.size(),
-                           &result, call_done, this, this);
+                           argvlen.data(), zones.data(), zones.size(), &result,
+                           call_done, this, this);
     return call != nullptr;
 }
 
@@ -647,8 +658,7 @@ void TestCall::detach() {
 }
 
 bool TestCall::passed() const {
-    return done && result.rc == RRL_OK && result.nvalues > 0 &&
-           values[0] == 1;
+    return done && result.rc == RRL_OK && result.nvalues > 0 && values[0] == 1;
 }
 
 std::string TestCall::error() const {

@@ -62,7 +62,9 @@ class TestLoop {
     void turn(int poll_ms = 2);
     // Turns until done() (true) or max_turns (false).
     bool run_until(const std::function<bool()>& done, int max_turns = 500);
-    void run(int turns) { for (int i = 0; i < turns; i++) turn(); }
+    void run(int turns) {
+        for (int i = 0; i < turns; i++) turn();
+    }
     // The clock moves ms forward: each timer due fires at its time, the
     // posted events after it; then a turn without waiting.
     void advance(uint64_t ms);
@@ -163,7 +165,6 @@ class FakeRedis {
     // connections accepted, and those open now
     size_t accepted() const { return conns_.size(); }
     size_t open_conns() const;
-    FakeConn& conn(size_t i) { return *conns_.at(i); }
     FakeConn* last_open();
     void close_all();
 
@@ -217,7 +218,7 @@ struct EngineConf {
     rrl_engine_conf_t conf{};
     std::vector<rrl_engine_addr_t> addrs;
     std::string server, sentinel_name = "mymaster", username, password,
-                                            sentinel_password;
+                        sentinel_password;
     const rrl_engine_conf_t* get();
 };
 
@@ -228,6 +229,8 @@ Engine make_engine(EngineConf& conf, TestLoop& loop);
 // its result, done() counted.
 struct TestCall {
     explicit TestCall(const std::vector<std::string>& keys);
+    // a request gone with its call out detaches it (its pool's cleanup)
+    ~TestCall();
     TestCall(const TestCall&) = delete;
     TestCall& operator=(const TestCall&) = delete;
 

@@ -1,12 +1,12 @@
 // The engine's test harness itself, with plain hiredis async on its loop:
 // the fake server's answers, a blackhole, a closed connection, timers on
 // the test's clock and posted events at the end of a turn.
+#include "engine_harness.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "engine_harness.hpp"
 
 namespace rrl_test {
 namespace {
@@ -57,10 +57,10 @@ void command(Client& c, const std::vector<std::string>& args) {
         argv.push_back(a.data());
         argvlen.push_back(a.size());
     }
-    ASSERT_EQ(redisAsyncCommandArgv(c.ac, on_reply, &c,
-                                    static_cast<int>(argv.size()),
-                                    argv.data(), argvlen.data()),
-              REDIS_OK);
+    ASSERT_EQ(
+        redisAsyncCommandArgv(c.ac, on_reply, &c, static_cast<int>(argv.size()),
+                              argv.data(), argvlen.data()),
+        REDIS_OK);
 }
 
 class HarnessTest : public ::testing::TestWithParam<bool> {};
@@ -73,9 +73,11 @@ TEST_P(HarnessTest, FakeServerAnswersEachCommandInOrder) {
 
     command(c, {"AUTH", "secret"});
     command(c, {"SCRIPT", "LOAD", "return 1"});
-    command(c, {"EVALSHA", "sha", "3", "{a}1", "{a}2", "{b}", "batch", "",
-                "1", "sliding_window", "10", "1000", "0", "2", "1", "1", "1",
-                "1", "1", "1", "1"});
+    command(c, {"EVALSHA", "sha",   "3", "{a}1", "{a}2",
+                "{b}",     "batch", "",  "1",    "sliding_window",
+                "10",      "1000",  "0", "2",    "1",
+                "1",       "1",     "1", "1",    "1",
+                "1"});
     command(c, {"NOPE"});
     ASSERT_TRUE(loop.run_until([&] { return c.replies.size() == 4; }));
 
@@ -149,7 +151,9 @@ struct Fired {
 };
 
 Fired* fired;
-void fire1(void* arg) { fired->order.push_back(*static_cast<int*>(arg)); }
+void fire1(void* arg) {
+    fired->order.push_back(*static_cast<int*>(arg));
+}
 
 TEST(Harness, TimersOnTheTestsClockPostedEventsAtTheEnd) {
     TestLoop loop;

@@ -137,8 +137,8 @@ TEST_F(SentinelTest, ASentinelThatDoesNotAnswerIsFollowedByTheNext) {
     loop.advance(399);  // connect_timeout + timeout
     EXPECT_FALSE(loop.logged("did not answer in time"));
     loop.advance(1);
-    EXPECT_TRUE(loop.logged("sentinel " + s1.name() +
-                            " did not answer in time"));
+    EXPECT_TRUE(
+        loop.logged("sentinel " + s1.name() + " did not answer in time"));
     loop.advance(100);
     ASSERT_TRUE(loop.run_until([&] { return s2.count("SENTINEL") == 1; }));
     ASSERT_TRUE(loop.run_until([&] { return p.count("SCRIPT LOAD") == 1; }));
@@ -155,7 +155,8 @@ TEST_F(SentinelTest, AnAnswerThatNamesNoPrimaryIsLogged) {
     };
     engine = make_engine(conf, loop);
     ASSERT_TRUE(loop.run_until([&] { return asked() == 1; }));
-    ASSERT_TRUE(loop.run_until([&] { return loop.logged("sentinel " + s1.name()); }));
+    ASSERT_TRUE(
+        loop.run_until([&] { return loop.logged("sentinel " + s1.name()); }));
     TestCall call({"k"});
     EXPECT_FALSE(call.start(engine.get()));
 
