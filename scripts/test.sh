@@ -23,9 +23,9 @@ scripts/install-deps.sh
 
 # The shim's shape: layers without cycles, no file writing another's
 # globals, no file over 700 lines. Issue 13 asks for 4,500 lines in all;
-# until the shim gets there, this ceiling is today's size and only goes down.
+# this ceiling is today's size, below that, and only goes down.
 echo "== the shim's shape"
-perl scripts/check-shape.pl --max-total "${RRL_SHAPE_MAX_TOTAL:-6700}"
+perl scripts/check-shape.pl --max-total "${RRL_SHAPE_MAX_TOTAL:-4100}"
 
 run_suites() {
     local build=$1

@@ -17,7 +17,7 @@ extern "C" {
 
 rrl_engine_t* rrl_engine_new(const rrl_engine_conf_t* conf,
                              const rrl_loop_t* loop) noexcept {
-    return guarded("redis_ratelimit: the engine", (rrl_engine_t*)nullptr, [&] {
+    return guarded("the engine", (rrl_engine_t*)nullptr, [&] {
         if (loop->event_size > rrl::engine::Event::kRoom) {
             throw std::length_error("an event too large");
         }
@@ -26,7 +26,7 @@ rrl_engine_t* rrl_engine_new(const rrl_engine_conf_t* conf,
 }
 
 void rrl_engine_free(rrl_engine_t* engine) noexcept {
-    guarded("redis_ratelimit: the engine's end", 0, [&] {
+    guarded("the engine's end", 0, [&] {
         delete engine;
         return 0;
     });
@@ -38,14 +38,14 @@ rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, int argc,
                                    rrl_engine_result_t* result,
                                    rrl_engine_done_pt done, void* request,
                                    void* data) noexcept {
-    return guarded("redis_ratelimit: a call", (rrl_engine_call_t*)nullptr, [&] {
+    return guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
         return engine->engine.call(argc, argv, argvlen, zones, n, result, done,
                                    request, data);
     });
 }
 
 void rrl_engine_detach(rrl_engine_call_t* call) noexcept {
-    guarded("redis_ratelimit: a call's end", 0, [&] {
+    guarded("a call's end", 0, [&] {
         call->engine.detach(call);
         return 0;
     });

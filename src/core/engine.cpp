@@ -58,7 +58,7 @@ Event::Event(const rrl_loop_t& loop, void (*handler)(void*), void* arg,
 
 void Event::run(void* event) {
     auto* ev = static_cast<Event*>(event);
-    capi::guarded("redis_ratelimit: an event", 0, [ev] {
+    capi::guarded("an event", 0, [ev] {
         ev->handler_(ev->arg_);
         return 0;
     });
@@ -176,7 +176,7 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
                                 void* data) {
     if (parked_ >= max_parked) {
         // a stalled Redis must not pile up requests without bound
-        failure("redis_ratelimit: %llu requests already wait for %s",
+        failure("%llu requests already wait for %s",
                 (unsigned long long)parked_, server.c_str());
         loop.error(RRL_METRICS_ERR_MAX_PARKED);
         return nullptr;
@@ -196,7 +196,7 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
     for (size_t i = 0; i < nparts; i++) {
         Node* node = route(rrl_call_slot(call->parts, i));
         if (node == nullptr || node->ac == nullptr) {
-            failure("redis_ratelimit: no connection to %s",
+            failure("no connection to %s",
                     node ? node->name.c_str() : server.c_str());
             loop.error(RRL_METRICS_ERR_CONNECTION);
             delete call;
@@ -264,7 +264,7 @@ Node* Engine::redirect(Node* from, int kind, unsigned slot, const char* host,
         // a name (cluster-preferred-endpoint-type hostname): a worker never
         // resolves; the batch fails, and its answer refreshes the map
         failure(
-            "redis_ratelimit: %s from %s names \"%s\", not a numeric "
+            "%s from %s names \"%s\", not a numeric "
             "address",
             kind == RRL_REPLY_MOVED ? "MOVED" : "ASK", from->name.c_str(),
             host);

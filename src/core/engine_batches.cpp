@@ -120,7 +120,7 @@ void Batches::send(rrl_batch_t* batch) {
 }
 
 void Batches::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("redis_ratelimit: a reply", 0, [&] {
+    capi::guarded("a reply", 0, [&] {
         auto* batch = static_cast<rrl_batch_t*>(privdata);
         auto* rr = static_cast<const redisReply*>(reply);
         Node* node = batch_node(batch);

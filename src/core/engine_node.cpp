@@ -107,7 +107,7 @@ void Node::use(bool on) {
 void Node::idle() {
     rrl_node_use_t u = state();
     if (rrl_node_idle(&u)) {
-        info("redis_ratelimit: %s is no more in use, closing", name.c_str());
+        info("%s is no more in use, closing", name.c_str());
         drop();
     }
 }
@@ -127,7 +127,7 @@ void Node::connect() {
                                ? redisAsyncConnect(host.c_str(), port)
                                : redisAsyncConnectUnix(unix_path.c_str());
     if (c == nullptr || c->err) {
-        failure("redis_ratelimit: cannot connect to %s: %s", name.c_str(),
+        failure("cannot connect to %s: %s", name.c_str(),
                 c ? c->errstr : "out of memory");
         if (c) redisAsyncFree(c);
         closed(nullptr);
@@ -179,7 +179,7 @@ void Node::setup(int step) {
 }
 
 void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("redis_ratelimit: a reply", 0, [&] {
+    capi::guarded("a reply", 0, [&] {
         int step = int(reinterpret_cast<intptr_t>(privdata));
         auto* rr = static_cast<redisReply*>(reply);
         auto* node = static_cast<Node*>(ac->data);
@@ -190,7 +190,7 @@ void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
             size_t len = rrl_printable(
                 text, sizeof(text), reinterpret_cast<unsigned char*>(rr->str),
                 rr->len);
-            failure("redis_ratelimit: %s on %s failed: %.*s",
+            failure("%s on %s failed: %.*s",
                     rrl_handshake_name(step), node->name.c_str(), int(len),
                     text);
             return 0;
@@ -202,7 +202,7 @@ void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
 }
 
 void Node::on_connect(const redisAsyncContext* ac, int status) {
-    capi::guarded("redis_ratelimit: a connection", 0, [&] {
+    capi::guarded("a connection", 0, [&] {
         auto* node = static_cast<Node*>(ac->data);
         // a failure: hiredis frees the context next, and closed() retries
         if (status != REDIS_OK || node == nullptr) return 0;
@@ -211,13 +211,13 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
         node->connected = true;
         node->setup(rrl_handshake_next(&node->engine.setup[int(node->role)],
                                        RRL_HANDSHAKE_CONNECTED));
-        info("redis_ratelimit: connected to %s", node->name.c_str());
+        info("connected to %s", node->name.c_str());
         return 0;
     });
 }
 
 void Node::on_closed(void* arg, const char* why) {
-    capi::guarded("redis_ratelimit: a connection", 0, [&] {
+    capi::guarded("a connection", 0, [&] {
         auto* node = static_cast<Node*>(arg);
         node->ac->data = nullptr;
         node->ac = nullptr;
@@ -236,7 +236,7 @@ void Node::closed(const char* why) {
     int what = rrl_node_closed(&u);
 
     if (why && (what & RRL_NODE_LOST)) {
-        failure("redis_ratelimit: connection to %s %s: %s", name.c_str(),
+        failure("connection to %s %s: %s", name.c_str(),
                 connected ? "lost" : "failed", why);
     }
     connected = dropping = false;
@@ -255,7 +255,7 @@ void Node::on_reconnect(void* arg) {
 
 void Node::on_timer(void* arg) {
     auto* node = static_cast<Node*>(arg);
-    failure("redis_ratelimit: connecting to %s timed out", node->name.c_str());
+    failure("connecting to %s timed out", node->name.c_str());
     // fails the queued calls; closed() schedules a retry
     if (node->ac) redisAsyncFree(node->ac);
 }
@@ -293,7 +293,7 @@ void Node::abandon() {
 void Node::outcome(bool ok) {
     if (ok) {
         if (rrl_breaker_success(&breaker) == RRL_BREAKER_CLOSED_AGAIN) {
-            warn("redis_ratelimit: %s answers again, circuit closed",
+            warn("%s answers again, circuit closed",
                  name.c_str());
         }
         return;
@@ -301,7 +301,7 @@ void Node::outcome(bool ok) {
     if (rrl_breaker_failure(&breaker, engine.loop.clock() / 1000) ==
         RRL_BREAKER_OPENED) {
         warn(
-            "redis_ratelimit: %llu failures in a row on %s, circuit open: "
+            "%llu failures in a row on %s, circuit open: "
             "the fail mode answers, a probe every %llu ms",
             (unsigned long long)breaker.failures, name.c_str(),
             (unsigned long long)engine.cooldown_ms);
@@ -343,7 +343,7 @@ Node* Nodes::get(Role role, const char* host, unsigned port,
         nodes_.splice(nodes_.end(), nodes_, unused);
     } else if (nodes_.size() >= kMax) {
         failure(
-            "redis_ratelimit: %zu addresses in use, none idle: %s:%u is "
+            "%zu addresses in use, none idle: %s:%u is "
             "not connected",
             nodes_.size(), addr, port);
         return nullptr;

@@ -117,7 +117,7 @@ void Topology::on_timer(void* arg) {
         return;
     }
     failure(
-        "redis_ratelimit: %s %s %s",
+        "%s %s %s",
         t->engine_.mode == RRL_SERVER_CLUSTER ? "CLUSTER SLOTS on" : "sentinel",
         t->asked_->name.c_str(),
         t->engine_.mode == RRL_SERVER_CLUSTER ? "timed out"
@@ -126,7 +126,7 @@ void Topology::on_timer(void* arg) {
 }
 
 void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("redis_ratelimit: a reply", 0, [&] {
+    capi::guarded("a reply", 0, [&] {
         auto* node = static_cast<Node*>(ac->data);
         auto* rr = static_cast<const redisReply*>(reply);
         Topology* t = node->engine.topology;
@@ -145,7 +145,7 @@ void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
             if (!ok) {
                 // else the core or the mode has logged it
                 if (why[0]) {
-                    failure("redis_ratelimit: %s %s %s",
+                    failure("%s %s %s",
                             cluster ? "CLUSTER SLOTS on" : "sentinel",
                             node->name.c_str(), why);
                 }
@@ -204,7 +204,7 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
                                                  : asked->host.c_str();
         if (host == nullptr || !numeric(host)) {
             failure(
-                "redis_ratelimit: CLUSTER SLOTS on %s names a primary by "
+                "CLUSTER SLOTS on %s names a primary by "
                 "\"%s\", not by a numeric address: slots %u-%u are left "
                 "out",
                 asked->name.c_str(), host ? host : "", ranges[i].start,
@@ -229,7 +229,7 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
         node.use(node.mapped);
     }
     info(
-        "redis_ratelimit: cluster slot map from %s: %zu of %d slots on %zu "
+        "cluster slot map from %s: %zu of %d slots on %zu "
         "primaries",
         asked->name.c_str(), covered, RRL_CLUSTER_SLOTS, distinct);
     return true;
@@ -257,7 +257,7 @@ bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
     }
     if (!numeric(host)) {
         failure(
-            "redis_ratelimit: sentinel %s names the primary by \"%s\", "
+            "sentinel %s names the primary by \"%s\", "
             "not by a numeric address",
             sentinel->name.c_str(), host);
         return false;
@@ -270,7 +270,7 @@ bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
     auto* old = static_cast<Node*>(previous);
     if (rc != RRL_PRIMARY_SAME) {
         (old ? warn : info)(
-            "redis_ratelimit: sentinel %s: the primary of \"%s\" is %s",
+            "sentinel %s: the primary of \"%s\" is %s",
             sentinel->name.c_str(), name.c_str(), node->name.c_str());
     }
     // "mapped": no other address takes its node over

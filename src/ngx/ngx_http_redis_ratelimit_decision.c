@@ -27,20 +27,22 @@ static ngx_int_t
 ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_http_redis_ratelimit_result_t     *result;
+    rrl_engine_result_t                   *result;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     result = &ctx->result;
 
-    if (result->rc != NGX_OK) {
+    if (result->rc != RRL_OK) {
         rmcf = ngx_http_get_module_main_conf(r,
                                              ngx_http_redis_ratelimit_module);
 
         ngx_http_redis_ratelimit_log_failure(r->connection->log,
-                                     "redis_ratelimit: request to %V failed: "
+                                     "redis_ratelimit: request to %*s failed: "
                                      "%*s",
-                                     result->node ? result->node
-                                                  : &rmcf->server,
+                                     result->node ? result->node_len
+                                                  : rmcf->server.len,
+                                     result->node ? (u_char *) result->node
+                                                  : rmcf->server.data,
                                      result->error_len, result->error);
         return RRL_OUTCOME_FAILED;
     }

@@ -26,7 +26,7 @@ static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
-static void ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data);
+static void ngx_http_redis_ratelimit_done(void *request, void *data);
 static void ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r);
 static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
 static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
@@ -268,14 +268,18 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 
 
 static void
-ngx_http_redis_ratelimit_done(ngx_http_request_t *r, void *data)
+ngx_http_redis_ratelimit_done(void *request, void *data)
 {
-    ngx_http_redis_ratelimit_ctx_t *ctx = data;
+    ngx_http_request_t              *r = request;
+    ngx_http_redis_ratelimit_ctx_t  *ctx = data;
 
     ngx_connection_t                   *c;
     ngx_http_redis_ratelimit_waiter_t  *w;
 
-    if (ctx->result.rc == NGX_OK) {
+    /* the engine's now, not to be detached */
+    ctx->call = NULL;
+
+    if (ctx->result.rc == RRL_OK) {
         /* the turn's wait for the batch included: what the client waited */
         ctx->rtt = ngx_http_redis_ratelimit_clock() - ctx->sent;
         ctx->replied = 1;
@@ -360,7 +364,7 @@ ngx_http_redis_ratelimit_ctx_cleanup(void *data)
 
     if (ctx->call) {
         /* the client went away with the reply in flight */
-        ngx_http_redis_ratelimit_call_detach(ctx->call);
+        rrl_engine_detach(ctx->call);
     }
 }
 

@@ -205,13 +205,13 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 
 
 void
-ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind)
+ngx_http_redis_ratelimit_metrics_error(int kind)
 {
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
     sh = ngx_http_redis_ratelimit_metrics_sh();
 
-    if (sh && kind < RRL_METRICS_ERR_KINDS) {
+    if (sh && kind >= 0 && kind < RRL_METRICS_ERR_KINDS) {
         (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
     }
 }
@@ -220,12 +220,12 @@ ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind)
 /* a script call's reply (NULL: the connection was lost), sent at "sent" */
 
 void
-ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply)
+ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply)
 {
     int                                        kind;
     size_t                                     bucket;
     uint64_t                                   rtt;
-    redisReply                                *rr = reply;
+    const redisReply                          *rr = reply;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
     sh = ngx_http_redis_ratelimit_metrics_sh();

@@ -147,8 +147,8 @@ ngx_http_redis_ratelimit_core_log(void *data, int level, const char *msg)
 {
     ngx_uint_t  ngx_level;
 
-    if (level == RRL_LOG_ERR) {
-        /* about replies: a broken Redis must not flood the log */
+    if (level == RRL_LOG_ERR || level == RRL_LOG_FAILURE) {
+        /* replies, failures: a broken Redis must not flood the log */
         ngx_http_redis_ratelimit_log_failure(ngx_cycle->log,
                                              "redis_ratelimit: %s", msg);
         return;

@@ -1,7 +1,7 @@
 
 /*
  * Types shared by the shim's files: configuration, the per-request context
- * and the Redis call API of the per-worker link.
+ * and the functions each file offers the others.
  */
 
 
@@ -16,6 +16,7 @@
 #include "rrl.h"
 #include "rrl_conf.h"
 #include "rrl_decision.h"
+#include "rrl_engine.h"
 #include "rrl_shown.h"
 
 
@@ -116,24 +117,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_loc_conf_t;
 
 
-/* what a Redis call brings back; lives in the request's context */
-typedef struct {
-    ngx_int_t                    rc;          /* NGX_OK: values are set */
-    int64_t                     *values;
-    size_t                       nvalues;
-    size_t                       capacity;
-    u_char                       error[128];  /* why, when not NGX_OK */
-    size_t                       error_len;
-    ngx_str_t                   *node;        /* where it failed */
-} ngx_http_redis_ratelimit_result_t;
-
-
-typedef struct ngx_http_redis_ratelimit_call_s  ngx_http_redis_ratelimit_call_t;
-
-typedef void (*ngx_http_redis_ratelimit_done_pt)(ngx_http_request_t *r,
-    void *data);
-
-
 /* a request that waits for another's call: see the handler */
 typedef struct ngx_http_redis_ratelimit_waiter_s
     ngx_http_redis_ratelimit_waiter_t;
@@ -151,7 +134,7 @@ typedef struct {
     ngx_http_redis_ratelimit_waiter_t   *waiters; /* parked on its call */
     ngx_uint_t                   status;      /* $redis_ratelimit_status */
     ngx_http_redis_ratelimit_loc_conf_t  *conf;
-    ngx_http_redis_ratelimit_call_t      *call;
+    rrl_engine_call_t           *call;        /* the engine's, in flight */
 
     ngx_uint_t                   nlimits;     /* those with a key */
     ngx_http_redis_ratelimit_limit_t    **limits;
@@ -161,7 +144,7 @@ typedef struct {
     const char                 **argv;
     size_t                      *argvlen;
 
-    ngx_http_redis_ratelimit_result_t  result;
+    rrl_engine_result_t          result;      /* Redis's, deny's or local */
     rrl_limit_result_t          *limit_results;
     rrl_decision_t               decision;
 
@@ -233,27 +216,23 @@ int64_t ngx_http_redis_ratelimit_clock(void);
 /* sends a response of the module's own: b holds the whole body */
 ngx_int_t ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *type, ngx_buf_t *b);
-/* a numeric address, that hiredis connects to without DNS */
-ngx_uint_t ngx_http_redis_ratelimit_numeric(const char *host);
 
-/* link: the worker's Redis connections */
+/* adapter: hiredis on nginx's event loop, the loop's attach() and flush() */
+void *ngx_http_redis_ratelimit_attach(struct redisAsyncContext *ac,
+    void (*closed)(void *arg, const char *why), void *arg);
+void ngx_http_redis_ratelimit_flush(void *conn);
+
+/* link: the worker's Redis engine, on nginx's event loop */
 ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
 void ngx_http_redis_ratelimit_link_exit(void);
-
 /*
- * Sends the script call of argv (in a cluster, one call per slot of the
- * keys); "done" runs once, from the event loop, after the replies, an error,
- * or the timeout. Returns NULL when the call cannot be made now (no
- * connection): the caller decides at once.
+ * The script call of ctx->argv into ctx->result (rrl_engine_call()):
+ * done(r, ctx) runs once, from the event loop; rrl_engine_detach() if the
+ * request goes first. NULL: not made now, decide at once.
  */
-ngx_http_redis_ratelimit_call_t *ngx_http_redis_ratelimit_call(
-    ngx_http_request_t *r, ngx_http_redis_ratelimit_ctx_t *ctx,
-    ngx_http_redis_ratelimit_done_pt done);
-
-/* The request goes away: "done" will not run, and the reply is dropped. */
-void ngx_http_redis_ratelimit_call_detach(
-    ngx_http_redis_ratelimit_call_t *call);
+rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, rrl_engine_done_pt done);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
@@ -295,9 +274,9 @@ void ngx_http_redis_ratelimit_metrics_exit_process(void);
 void ngx_http_redis_ratelimit_metrics_request(
     ngx_http_redis_ratelimit_ctx_t *ctx);
 /* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
-void ngx_http_redis_ratelimit_metrics_error(ngx_uint_t kind);
+void ngx_http_redis_ratelimit_metrics_error(int kind);
 /* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
-void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, void *reply);
+void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply);
 /* the worker's gauges are filled in by gauges, every second */
 typedef void (*ngx_http_redis_ratelimit_gauges_pt)(rrl_metrics_t *m);
 void ngx_http_redis_ratelimit_metrics_gauges(

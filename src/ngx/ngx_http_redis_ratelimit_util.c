@@ -1,8 +1,8 @@
 
 /*
  * The shim's bottom layer, used by every other file and calling none:
- * rate-limited error logging, the monotonic clock, the module's own
- * responses, and the check that an address needs no DNS.
+ * rate-limited error logging, the monotonic clock and the module's own
+ * responses.
  */
 
 
@@ -96,29 +96,4 @@ ngx_http_redis_ratelimit_send_body(ngx_http_request_t *r, ngx_uint_t status,
     out.next = NULL;
 
     return ngx_http_output_filter(r, &out);
-}
-
-
-ngx_uint_t
-ngx_http_redis_ratelimit_numeric(const char *host)
-{
-    size_t  len;
-
-    len = ngx_strlen(host);
-
-    if (ngx_inet_addr((u_char *) host, len) != INADDR_NONE) {
-        return 1;
-    }
-
-#if (NGX_HAVE_INET6)
-    {
-    u_char  addr[16];
-
-    if (ngx_inet6_addr((u_char *) host, len, addr) == NGX_OK) {
-        return 1;
-    }
-    }
-#endif
-
-    return 0;
 }
