@@ -523,12 +523,13 @@ TEST_F(EngineTest, NoReconnectWhileTheWorkerQuits) {
 TEST_F(EngineTest, NotMadeWithANameOrAnEventTooLarge) {
     conf.addrs[0].host = "localhost";  // never resolved by a worker
     EXPECT_EQ(rrl_engine_new(conf.get(), loop.loop()), nullptr);
-    EXPECT_TRUE(loop.logged("redis_ratelimit: the engine: "));
+    EXPECT_TRUE(loop.logged("the engine: "));
 
     conf.addrs[0] = redis.addr();
     rrl_loop_t big = *loop.loop();
     big.event_size = 4096;
     EXPECT_EQ(rrl_engine_new(conf.get(), &big), nullptr);
+    EXPECT_TRUE(loop.logged("the engine: an event too large"));
     EXPECT_EQ(loop.contexts(), 0u);
 }
 
