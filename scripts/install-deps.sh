@@ -12,7 +12,7 @@ set -euo pipefail
 
 packages=(
     build-essential cmake pkg-config curl
-    nginx nginx-dev libhiredis-dev redis-server
+    nginx nginx-dev libhiredis-dev libssl-dev redis-server
     debhelper
     googletest libgtest-dev
     perl libtest-redisserver-perl
