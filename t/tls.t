@@ -16,6 +16,8 @@
 #   certificate's name, with an IP address, passes;
 # - client certificates (tls-auth-clients yes): without tls_cert/tls_key
 #   it fails, with them it passes;
+# - a server that never answers the handshake: it times out at
+#   connect_timeout, the fail mode meanwhile;
 # - nginx -t refuses, naming directive, value and FILE:LINE: a missing
 #   tls_ca file, one that holds no certificate, tls_cert without tls_key,
 #   tls_* without tls, a bad tls_verify.
@@ -27,6 +29,7 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/lib";
+use IO::Socket::INET;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
@@ -257,6 +260,27 @@ my $n8 = $t->start_nginx(with_server("127.0.0.1:$tp $tls "
 exact($n8, 'client', 'client certificate');
 is(tls_errors($n8), 0, 'client certificate: no tls_handshake error');
 $n8->stop;
+
+# a server that takes the connection but never answers the handshake: it
+# fails at connect_timeout, as timed out
+
+my $mute = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+    Proto => 'tcp', Listen => 16, ReuseAddr => 1) or die "listen: $!";
+my $mp = $mute->sockport;
+$start = time;
+my $n9 = $t->start_nginx(with_server("127.0.0.1:$mp $tls"), wait_connected => 0);
+my $m = $n9->get('/?key=m');
+is(status($m), '200 FAILED_OPEN', 'mute server: fail open');
+ok($m->{time} < 1.5, sprintf('mute server: answered in %.2f s', $m->{time}));
+ok($n9->wait_log(qr/\[error\] .*TLS handshake with 127\.0\.0\.1:$mp failed: timed out/, 1, 3),
+    'mute server: the handshake timed out')
+    or diag(join "\n", $n9->grep_log(qr/redis_ratelimit/));
+my $waited = time - $start;
+ok($waited > 0.9 && $waited < 2.5,
+    sprintf('mute server: at connect_timeout (1 s; %.2f s)', $waited));
+cmp_ok(tls_errors($n9), '>=', 1, 'mute server: counted as tls_handshake');
+$n9->stop;
+close $mute;
 
 # nginx -t
 
