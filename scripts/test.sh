@@ -17,7 +17,9 @@
 # RRL_HIREDIS1=1 also builds hiredis 1.2 with TLS from Debian trixie's
 # source package (scripts/hiredis.sh), builds the core, the tests and the
 # module against it (statically) into build-hiredis1/ and runs both suites
-# with that build.
+# with that build (the TLS tests, t/tls*.t, among them). With RRL_ASAN=1
+# too, the module alone is also built against it with ASan and UBSan into
+# build-hiredis1-asan/, and the TLS tests run again under them.
 #
 # RRL_VALKEY=1 also installs valkey-server 8 from bookworm-backports
 # (scripts/install-deps.sh) and runs the end-to-end tests against it, with
@@ -77,13 +79,30 @@ if [ "${RRL_ASAN:-0}" = 1 ]; then
     reports=$(mktemp -d)
     chmod 777 "$reports"
 
-    # nginx itself is not instrumented: the runtime is preloaded into it
+    # nginx itself is not instrumented: the runtime is preloaded into it,
+    # with libstdc++, else ASan's __cxa_throw finds no real one (nginx, in
+    # C, loads libstdc++ only with the module) and aborts at a C++ throw
+    # (the core's TLS context throws for a bad file, for nginx -t)
     export RRL_NGINX_PRELOAD
-    RRL_NGINX_PRELOAD=$(gcc -print-file-name=libasan.so)
+    RRL_NGINX_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
     export ASAN_OPTIONS="detect_leaks=0:log_path=$reports/asan"
     export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
 
     run_suites build-asan
+
+    if [ "${RRL_HIREDIS1:-0}" = 1 ]; then
+        echo "== build with hiredis 1.x, ASan and UBSan (the module)"
+        mkdir -p build-hiredis1-asan
+        RRL_SANITIZE=1 RRL_HIREDIS_ROOT=build-hiredis1/hiredis RRL_TARGET=module \
+            scripts/build.sh build-hiredis1-asan \
+            > build-hiredis1-asan/build.log 2>&1 \
+            || RRL_SANITIZE=1 RRL_HIREDIS_ROOT=build-hiredis1/hiredis \
+                RRL_TARGET=module scripts/build.sh build-hiredis1-asan
+
+        echo "== TLS end-to-end tests (build-hiredis1-asan)"
+        RRL_MODULE="build-hiredis1-asan/ngx_http_redis_ratelimit_module.so" \
+            prove t/tls*.t
+    fi
 
     # each t/ file checks for reports too; this catches the unit tests'
     if compgen -G "$reports/*" > /dev/null; then

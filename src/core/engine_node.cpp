@@ -289,7 +289,8 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
 void Node::on_closed(void* arg, const char* why) {
     capi::guarded("a connection", 0, [&] {
         auto* node = static_cast<Node*>(arg);
-        node->ac->data = nullptr;
+        // ac->data stays: hiredis 1.x runs the pending callbacks (NULL
+        // replies) after this hook, and the topology's finds its node there
         node->ac = nullptr;
         node->conn = nullptr;
         node->closed(node->count.unsolicited ? "a reply no command awaits"

@@ -25,6 +25,10 @@ package RRL::Cluster;
 #   $c->cli($port, @command);   # redis-cli to one node (as the ACL user)
 #   $c->module_clients($port), $c->errorstats($port), $c->reset_stats
 #
+# With tls => $cert (RRL::Tls::cert), every node serves TLS on its port
+# (its cluster bus and replication too: tls-cluster, tls-replication) and
+# plain TCP on another ($c->plain_port($port)); redis-cli speaks TLS.
+#
 # Every redis-server is stopped when the test file ends, dies or is
 # interrupted (RRL::Test's cleanup and END; each server also gets
 # PR_SET_PDEATHSIG, so even a killed test leaves none behind).
@@ -38,6 +42,7 @@ use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(time sleep);
 
 use RRL::Test;
+use RRL::Tls;
 
 my @clusters;    # for END
 
@@ -171,7 +176,8 @@ sub free_cluster_port {
 ############################################################################
 
 # new($t, primaries => 3, replicas => 1, node_timeout => 1000,
-#     acl => [user, password], full_coverage => 1, args => [...])
+#     acl => [user, password], full_coverage => 1, args => [...],
+#     tls => $cert)
 
 sub new {
     my ($class, $t, %o) = @_;
@@ -185,6 +191,7 @@ sub new {
         acl => $o{acl},
         full_coverage => $o{full_coverage} // 1,
         args => $o{args} // [],
+        tls => $o{tls},
         nodes => {},    # port => {port, pid, dir}
         owner => $$,
     }, $class;
@@ -220,8 +227,11 @@ sub start_node {
     mkdir $dir;
     chmod 0755, $dir;
 
+    my $plain = $self->{tls} ? RRL::Test::free_port() : $port;
     my @cmd = (RRL::Test::redis_server_binary(),
-        '--port', $port,
+        '--port', $plain,
+        ($self->{tls} ? (RRL::Tls::server_args($self->{tls}, $port),
+            '--tls-cluster', 'yes', '--tls-replication', 'yes') : ()),
         '--bind', '127.0.0.1',
         '--cluster-enabled', 'yes',
         '--cluster-config-file', "$dir/nodes.conf",
@@ -245,7 +255,8 @@ sub start_node {
         @{ $self->{args} });
 
     my $pid = spawn(\@cmd, $dir);
-    $self->{nodes}{$port} = { port => $port, pid => $pid, dir => $dir };
+    $self->{nodes}{$port} = { port => $port, pid => $pid, dir => $dir,
+        plain => $plain };
 
     my $deadline = time + 10;
     while (time < $deadline) {
@@ -323,10 +334,15 @@ sub auth_args {
         '--no-auth-warning');
 }
 
+sub tls_args {
+    my ($self) = @_;
+    return $self->{tls} ? RRL::Tls::cli_args($self->{tls}) : ();
+}
+
 sub raw_cli {
     my ($self, $port, $auth, @args) = @_;
     return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
-        '-h', '127.0.0.1', '-p', $port,
+        '-h', '127.0.0.1', '-p', $port, $self->tls_args,
         @$auth, '--raw', @args);
 }
 
@@ -342,7 +358,7 @@ sub cli {
 sub cli_out {
     my ($self, $args) = @_;
     return scalar RRL::Test::run_command(RRL::Test::redis_cli_binary(),
-        $self->auth_args, @$args);
+        $self->tls_args, $self->auth_args, @$args);
 }
 
 sub cli_ok {
@@ -378,6 +394,7 @@ sub live_ports {
 }
 
 sub pid { $_[0]{nodes}{ $_[1] }{pid} }
+sub plain_port { $_[0]{nodes}{ $_[1] }{plain} }
 sub node_dir { $_[0]{nodes}{ $_[1] }{dir} }
 
 # CLUSTER NODES as a node sees it: port => {id, port, flags => {..},

@@ -18,6 +18,11 @@ package RRL::Sentinel;
 #   my $t1 = $s->wait_switch($old_port, 15);   # all Sentinels name another
 #   $s->cli($port, @command);  # redis-cli to a data node (as the ACL user)
 #   $s->scli($port, @command); # redis-cli to a Sentinel
+#
+# With tls => $cert (RRL::Tls::cert), the data nodes serve TLS only (their
+# replication too), and the Sentinels speak TLS to them and to each other,
+# and serve TLS on a port of their own besides their plain one:
+# $s->seeds(tls => 1) names those.
 
 use strict;
 use warnings;
@@ -28,6 +33,7 @@ use Time::HiRes qw(time sleep);
 
 use RRL::Test;
 use RRL::Cluster;    # spawn, reap, stop_pid
+use RRL::Tls;
 
 my @all;    # for END
 
@@ -44,6 +50,7 @@ sub new {
         down_after => $o{down_after} // 1000,
         failover_timeout => $o{failover_timeout} // 10000,
         nsentinels => $o{sentinels} // 3,
+        tls => $o{tls},
         data => {},        # port => {port, pid, dir, conf}
         sentinels => {},   # port => {port, pid, dir, conf}
         owner => $$,
@@ -107,7 +114,7 @@ sub start_data {
     unless (-e $conf) {
         my ($u, $up) = @{ $self->{user} || [] };
         $self->write_conf($conf,
-            "port $port",
+            ($self->{tls} ? ('port 0', $self->tls_conf($port)) : "port $port"),
             'bind 127.0.0.1',
             'save ""',
             'appendonly no',
@@ -163,8 +170,10 @@ sub start_sentinel {
     my $name = $self->{name};
     my ($u, $up) = @{ $self->{user} || [] };
 
+    my $tls_port = $self->{tls} ? RRL::Test::free_port() : undef;
     $self->write_conf($conf,
         "port $port",
+        ($self->{tls} ? $self->tls_conf($tls_port) : ()),
         'bind 127.0.0.1',
         'daemonize no',
         "dir $dir",
@@ -186,7 +195,7 @@ sub start_sentinel {
     my $pid = RRL::Cluster::spawn(
         [RRL::Test::redis_server_binary(), $conf, '--sentinel'], $dir);
     $self->{sentinels}{$port} = { port => $port, pid => $pid, dir => $dir,
-        conf => $conf };
+        conf => $conf, tls_port => $tls_port };
 
     my $deadline = time + 10;
     while (time < $deadline) {
@@ -204,6 +213,14 @@ sub start_sentinel {
         sleep 0.02;
     }
     croak "sentinel did not answer PING on port $port";
+}
+
+# TLS on $port, for clients and replication (a Sentinel's connections too)
+sub tls_conf {
+    my ($self, $port) = @_;
+    my %a = RRL::Tls::server_args($self->{tls}, $port);
+    return ((map { my $k = $_; $k =~ s/^--//; "$k $a{$_}" } sort keys %a),
+        'tls-replication yes');
 }
 
 sub stop {
@@ -233,12 +250,17 @@ sub data_auth {
     return ();
 }
 
+sub tls_args {
+    my ($self) = @_;
+    return $self->{tls} ? RRL::Tls::cli_args($self->{tls}) : ();
+}
+
 # cli($port, @command): a data node, as the ACL user (else the default
 # user with its password)
 sub cli {
     my ($self, $port, @args) = @_;
     return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
-        '-h', '127.0.0.1', '-p', $port,
+        '-h', '127.0.0.1', '-p', $port, $self->tls_args,
         $self->data_auth, '--raw', @args);
 }
 
@@ -246,7 +268,7 @@ sub cli {
 sub cli_db {
     my ($self, $port, $db, @args) = @_;
     return RRL::Test::run_command(RRL::Test::redis_cli_binary(),
-        '-h', '127.0.0.1', '-p', $port,
+        '-h', '127.0.0.1', '-p', $port, $self->tls_args,
         $self->data_auth, '-n', $db, '--raw', @args);
 }
 
@@ -268,9 +290,12 @@ sub sentinel_ports { sort { $a <=> $b } keys %{ $_[0]{sentinels} } }
 sub data_ports { sort { $a <=> $b } keys %{ $_[0]{data} } }
 sub name { $_[0]{name} }
 
+# seeds(tls => 1): the Sentinels' TLS ports
 sub seeds {
-    my ($self) = @_;
-    return join ' ', map { "127.0.0.1:$_" } $self->sentinel_ports;
+    my ($self, %o) = @_;
+    return join ' ', map { "127.0.0.1:"
+        . ($o{tls} ? $self->{sentinels}{$_}{tls_port} : $_) }
+        $self->sentinel_ports;
 }
 
 # the primary's port as a Sentinel names it (the first one by default)
