@@ -124,13 +124,10 @@ my $TLS_ERRORS = 'redis_ratelimit_redis_errors_total{kind="tls_handshake"}';
 
 sub tls_errors { metrics($_[0])->{$TLS_ERRORS} }
 
-sub status { my $r = $_[0]; ($r->{status} // 'none') . ' '
-    . ($r->{h}{'x-rl-status'} // 'none') }
-
 # three requests pass, the fourth is rejected
 sub exact {
     my ($inst, $key, $name) = @_;
-    my @s = map { status($inst->get("/?key=$key")) } 1 .. 4;
+    my @s = map { RRL::Tls::status($inst->get("/?key=$key")) } 1 .. 4;
     is("@s", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
         "$name: limits exact");
 }
@@ -141,8 +138,8 @@ sub fails {
     ok($inst->wait_log(qr/\[error\] .*redis_ratelimit: TLS handshake with \S+:$tp failed: $re/, 1, 5),
         "$name: the handshake failure logged")
         or diag(join "\n", $inst->grep_log(qr/redis_ratelimit/));
-    is(status($inst->get("/?key=f")), '200 FAILED_OPEN', "$name: fail open");
-    is(status($inst->get("/closed/?key=f")), '429 FAILED_CLOSED',
+    is(RRL::Tls::status($inst->get("/?key=f")), '200 FAILED_OPEN', "$name: fail open");
+    is(RRL::Tls::status($inst->get("/closed/?key=f")), '429 FAILED_CLOSED',
         "$name: fail closed");
 }
 
@@ -270,7 +267,7 @@ my $mp = $mute->sockport;
 $start = time;
 my $n9 = $t->start_nginx(with_server("127.0.0.1:$mp $tls"), wait_connected => 0);
 my $m = $n9->get('/?key=m');
-is(status($m), '200 FAILED_OPEN', 'mute server: fail open');
+is(RRL::Tls::status($m), '200 FAILED_OPEN', 'mute server: fail open');
 ok($m->{time} < 1.5, sprintf('mute server: answered in %.2f s', $m->{time}));
 ok($n9->wait_log(qr/\[error\] .*TLS handshake with 127\.0\.0\.1:$mp failed: timed out/, 1, 3),
     'mute server: the handshake timed out')

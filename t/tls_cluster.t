@@ -75,23 +75,13 @@ sub with_server {
     return $cf;
 }
 
-sub status { my $r = $_[0]; ($r->{status} // 'none') . ' '
-    . ($r->{h}{'x-rl-status'} // 'none') }
-
-sub tls_errors {
-    my ($inst) = @_;
-    my ($v) = $inst->get('/metrics')->{body}
-        =~ /^redis_ratelimit_redis_errors_total\{kind="tls_handshake"\} (\d+)$/m;
-    return $v;
-}
-
 # a good certificate, one seed
 
 my $n = $t->start_nginx(with_server("127.0.0.1:$P[0] cluster tls tls_ca=$ca->{cert}"));
 
 for my $p (@P) {
     my $key = $c->key_on($p, 'tc', "on$p-");
-    my @s = map { status($n->get("/?key=$key")) } 1 .. 4;
+    my @s = map { RRL::Tls::status($n->get("/?key=$key")) } 1 .. 4;
     is("@s", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
         "primary $p: limits exact");
     ok((grep { /^rrl:\{tc:\Q$key\E\}/ } $c->rrl_keys($p)),
@@ -106,7 +96,7 @@ for my $p (@P) {
         "primary $p: the module's connections on its TLS port")
         or diag(join "\n", @m);
 }
-is(tls_errors($n), 0, 'no tls_handshake error');
+is(RRL::Tls::handshake_errors($n), 0, 'no tls_handshake error');
 
 # a wrong CA
 
@@ -116,10 +106,10 @@ my $n2 = $t->start_nginx(
 ok($n2->wait_log(qr/\[error\] .*TLS handshake with 127\.0\.0\.1:$P[0] failed: certificate verify failed/, 1, 5),
     'wrong CA: the handshake failure logged')
     or diag(join "\n", $n2->grep_log(qr/redis_ratelimit/));
-is(status($n2->get('/?key=w')), '200 FAILED_OPEN', 'wrong CA: fail open');
-is(status($n2->get('/closed/?key=w')), '429 FAILED_CLOSED',
+is(RRL::Tls::status($n2->get('/?key=w')), '200 FAILED_OPEN', 'wrong CA: fail open');
+is(RRL::Tls::status($n2->get('/closed/?key=w')), '429 FAILED_CLOSED',
     'wrong CA: fail closed');
-cmp_ok(tls_errors($n2), '>=', 1, 'wrong CA: counted as tls_handshake');
+cmp_ok(RRL::Tls::handshake_errors($n2), '>=', 1, 'wrong CA: counted as tls_handshake');
 ok(!$n2->grep_log(qr/connected to/), 'wrong CA: never connected');
 
 $t->done_testing;

@@ -69,20 +69,10 @@ sub with_server {
     return $cf;
 }
 
-sub status { my $r = $_[0]; ($r->{status} // 'none') . ' '
-    . ($r->{h}{'x-rl-status'} // 'none') }
-
-sub tls_errors {
-    my ($inst) = @_;
-    my ($v) = $inst->get('/metrics')->{body}
-        =~ /^redis_ratelimit_redis_errors_total\{kind="tls_handshake"\} (\d+)$/m;
-    return $v;
-}
-
 # limits exact, the key on $primary
 sub exact {
     my ($inst, $key, $primary, $name) = @_;
-    my @st = map { status($inst->get("/?key=$key")) } 1 .. 4;
+    my @st = map { RRL::Tls::status($inst->get("/?key=$key")) } 1 .. 4;
     is("@st", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
         "$name: limits exact");
     ok(grep({ /^rrl:\{ts:\Q$key\E\}/ } $s->cli($primary, 'KEYS', 'rrl:*')),
@@ -107,7 +97,7 @@ my @m = grep { /name=nginx-redis-ratelimit/ } $s->cli($primary, 'CLIENT', 'LIST'
 ok(@m == 1 && $m[0] =~ /laddr=127\.0\.0\.1:$primary /,
     'sentinel_tls: the module connected to the primary')
     or diag(join "\n", @m);
-is(tls_errors($n), 0, 'sentinel_tls: no tls_handshake error');
+is(RRL::Tls::handshake_errors($n), 0, 'sentinel_tls: no tls_handshake error');
 
 # plain Sentinels, TLS to the primary
 
@@ -120,7 +110,7 @@ ok($n2->grep_log(qr/connected to 127\.0\.0\.1:(?:$sp)$/),
 ok(!$n2->grep_log(qr/connected to 127\.0\.0\.1:(?:$sp) with TLS/),
     'sentinel_tls=off: no TLS to the Sentinels');
 exact($n2, 'b', $primary, 'sentinel_tls=off');
-is(tls_errors($n2), 0, 'sentinel_tls=off: no tls_handshake error');
+is(RRL::Tls::handshake_errors($n2), 0, 'sentinel_tls=off: no tls_handshake error');
 $n2->stop;
 
 # a planned failover
@@ -134,7 +124,7 @@ ok(RRL::Load::wait_status($n, ['/?key=after1'], 'PASSED', 10),
 ok($n->wait_log(qr/connected to 127\.0\.0\.1:$primary with TLS/, 1, 5),
     "failover: connected to the new primary ($primary) with TLS");
 exact($n, 'c', $primary, 'failover');
-is(tls_errors($n), 0, 'failover: no tls_handshake error');
+is(RRL::Tls::handshake_errors($n), 0, 'failover: no tls_handshake error');
 
 # a wrong CA
 
@@ -143,10 +133,10 @@ my $n3 = $t->start_nginx(with_server($s->seeds(tls => 1)
 ok($n3->wait_log(qr/\[error\] .*TLS handshake with 127\.0\.0\.1:(?:$stls) failed: certificate verify failed/, 1, 5),
     'wrong CA: the handshake failure with a Sentinel logged')
     or diag(join "\n", $n3->grep_log(qr/redis_ratelimit/));
-is(status($n3->get('/?key=w')), '200 FAILED_OPEN', 'wrong CA: fail open');
-is(status($n3->get('/closed/?key=w')), '429 FAILED_CLOSED',
+is(RRL::Tls::status($n3->get('/?key=w')), '200 FAILED_OPEN', 'wrong CA: fail open');
+is(RRL::Tls::status($n3->get('/closed/?key=w')), '429 FAILED_CLOSED',
     'wrong CA: fail closed');
-cmp_ok(tls_errors($n3), '>=', 1, 'wrong CA: counted as tls_handshake');
+cmp_ok(RRL::Tls::handshake_errors($n3), '>=', 1, 'wrong CA: counted as tls_handshake');
 ok(!$n3->grep_log(qr/connected to/), 'wrong CA: never connected');
 
 $t->done_testing;

@@ -11,6 +11,8 @@ package RRL::Tls;
 #   my $cli = RRL::Tls::cert($t, $ca, 'client', client => 1);
 #   RRL::Tls::server_args($srv, $port, auth_clients => 'no');
 #   RRL::Tls::cli_args($srv);                          # --tls --cacert ...
+#   RRL::Tls::status($response);                       # "200 PASSED"
+#   RRL::Tls::handshake_errors($nginx);                # the metric's count
 
 use strict;
 use warnings;
@@ -91,6 +93,21 @@ sub cli_args {
     my ($srv) = @_;
     return ('--tls', '--cacert', $srv->{ca}, '--cert', $srv->{cert},
         '--key', $srv->{key});
+}
+
+# "STATUS $redis_ratelimit_status" of a response (X-RL-Status)
+sub status {
+    my ($r) = @_;
+    return ($r->{status} // 'none') . ' ' . ($r->{h}{'x-rl-status'} // 'none');
+}
+
+# redis_ratelimit_redis_errors_total{kind="tls_handshake"} of the nginx
+# instance's /metrics
+sub handshake_errors {
+    my ($inst) = @_;
+    my ($v) = $inst->get('/metrics')->{body}
+        =~ /^redis_ratelimit_redis_errors_total\{kind="tls_handshake"\} (\d+)$/m;
+    return $v;
 }
 
 1;
