@@ -142,8 +142,7 @@ Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
     }
 
     const rrl_engine_addr_t& a = addrs.at(0);
-    primary_ = nodes.get(Role::data, a.host, a.port, a.unix_path,
-                         tls_name(&a, a.host));
+    primary_ = nodes.get(Role::data, a.host, a.port, a.unix_path, &a);
     if (primary_ == nullptr) throw std::runtime_error("no node");
     primary_->use(true);
 }
@@ -295,8 +294,7 @@ Node* Engine::redirect(Node* from, int kind, unsigned slot, const char* host,
             host);
         return nullptr;
     }
-    Node* node =
-        nodes.get(Role::data, host, port, nullptr, tls_name(nullptr, host));
+    Node* node = nodes.get(Role::data, host, port, nullptr);
     if (node == nullptr) return nullptr;
     if (kind == RRL_REPLY_MOVED) {
         topology->moved(slot, node);
@@ -342,7 +340,7 @@ void Engine::out(rrl_call_t* parts) {
     auto* call = static_cast<rrl_engine_call_t*>(rrl_call_data(parts));
     if (call->request == nullptr && !call->held &&
         rrl_call_in_batches(parts) == 0) {
-        free_call(call);
+        delete call;
     }
 }
 
@@ -387,7 +385,7 @@ void Engine::probe_timed_out(rrl_engine_call_t* call) {
     call->held = true;
     failures(call, rrl_call_probe_lost);
     call->held = false;
-    if (rrl_call_in_batches(call->parts) == 0) free_call(call);
+    if (rrl_call_in_batches(call->parts) == 0) delete call;
 }
 
 // a failure of the node of each part that fails() says is one, once
@@ -444,7 +442,7 @@ void Engine::detach(rrl_engine_call_t* call) {
     parked_--;
 
     if (rrl_call_in_batches(call->parts) == 0) {
-        free_call(call);
+        delete call;
         return;
     }
     // The request went away with parts in Redis. Should one carry its
@@ -456,10 +454,6 @@ void Engine::detach(rrl_engine_call_t* call) {
         return;
     }
     call->timer.del();
-}
-
-void Engine::free_call(rrl_engine_call_t* call) {
-    delete call;
 }
 
 }  // namespace rrl::engine

@@ -86,7 +86,6 @@ class Node {
     bool command_argv(redisCallbackFn* fn, void* privdata, int argc,
                       const char** argv, const size_t* argvlen);
 
-    bool usable() const { return ac != nullptr; }
     // a reply was read: a TLS connection's handshake is over
     void replied();
     rrl_node_use_t state() const;
@@ -121,6 +120,7 @@ class Node {
    private:
     void setup(int step);
     bool start_tls(redisAsyncContext* c);
+    void handshake_failed(const SSL* s, const char* why);
     void closed(const char* why);
     static void on_connect(const redisAsyncContext* ac, int status);
     static void on_setup(redisAsyncContext* ac, void* reply, void* privdata);
@@ -136,9 +136,10 @@ class Nodes {
 
     explicit Nodes(Engine& engine) : engine_(engine) {}
 
-    // the node of an address (numeric), made or taken over; nullptr: none
+    // the node of an address (numeric), made or taken over; nullptr: none.
+    // written: the configured address it is (its TLS name), if any
     Node* get(Role role, const char* host, unsigned port, const char* unix_path,
-              const std::string& tls_name = "");
+              const rrl_engine_addr_t* written = nullptr);
     void exit();  // no reconnect, every context freed
 
     std::list<Node>& all() { return nodes_; }
@@ -292,7 +293,6 @@ class Engine {
                   int (*fails)(rrl_call_t* parts, size_t part));
     void finish(rrl_engine_call_t* call);
     void release(rrl_engine_call_t* call);
-    void free_call(rrl_engine_call_t* call);
 
     std::vector<std::string> addr_strings_;
     std::string username_, password_, sentinel_password_;

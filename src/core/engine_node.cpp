@@ -209,18 +209,22 @@ bool Node::start_tls(redisAsyncContext* c) {
         ssl = s;
         return true;
     }
-    if (s) {
-        // on loopback, the handshake may fail at once
-        std::string reason = Tls::why(s);
-        engine.loop.error(RRL_METRICS_ERR_TLS);
-        failure("TLS handshake with %s failed: %s", name.c_str(),
-                reason.empty() ? c->errstr : reason.c_str());
-    }
+    // on loopback, the handshake may fail at once
+    if (s) handshake_failed(s, c->errstr);
     SSL_free(s);
 #else
     (void)c;
 #endif
     return false;
+}
+
+// logged with OpenSSL's reason on s (if any), else why; counted as
+// tls_handshake
+void Node::handshake_failed(const SSL* s, const char* why) {
+    std::string reason = s ? Tls::why(s) : "";
+    engine.loop.error(RRL_METRICS_ERR_TLS);
+    failure("TLS handshake with %s failed: %s", name.c_str(),
+            reason.empty() ? why : reason.c_str());
 }
 
 void Node::replied() {
@@ -309,12 +313,11 @@ void Node::closed(const char* why) {
 
     if (ssl && tcp_up && !connected) {
         // up, but not its TLS: a handshake failed (or never ended)
-        std::string reason = Tls::why(ssl);
-        engine.loop.error(RRL_METRICS_ERR_TLS);
-        failure("TLS handshake with %s failed: %s", name.c_str(),
-                late             ? "timed out"
-                : reason.empty() ? why
-                                 : reason.c_str());
+        if (late) {
+            handshake_failed(nullptr, "timed out");
+        } else {
+            handshake_failed(ssl, why);
+        }
         why = nullptr;
     }
     ssl = nullptr;
@@ -408,7 +411,7 @@ void Node::outcome(bool ok) {
 // it keeps at most kMax: a cluster or a Sentinel naming ever new addresses
 // does not grow it without bound.
 Node* Nodes::get(Role role, const char* host, unsigned port,
-                 const char* unix_path, const std::string& tls_name) {
+                 const char* unix_path, const rrl_engine_addr_t* written) {
     const char* addr = unix_path ? unix_path : host;
     if (std::strlen(addr) >= RRL_HOST_MAX || (!unix_path && !numeric(host))) {
         // hiredis would resolve a name, blocking the worker
@@ -438,7 +441,9 @@ Node* Nodes::get(Role role, const char* host, unsigned port,
         nodes_.emplace_back(engine_);
     }
     Node& node = nodes_.back();
-    node.reset(role, unix_path ? "" : host, port, path, tls_name);
+    // the name its TLS connections check, worked out only when they are
+    node.reset(role, unix_path ? "" : host, port, path,
+               engine_.tls(role) ? engine_.tls_name(written, host) : "");
     return &node;
 }
 

@@ -175,8 +175,7 @@ Node* Topology::cluster_target() {
     const rrl_engine_addr_t& a =
         engine_
             .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 1)];
-    Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path,
-                                   engine_.tls_name(&a, a.host));
+    Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path, &a);
     if (node) {
         // a seed out of the map is closed once it has answered
         node->used = true;
@@ -213,8 +212,7 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
             continue;
         }
         Node* node =
-            engine_.nodes.get(Role::data, host, ranges[i].port, nullptr,
-                              engine_.tls_name(nullptr, host));
+            engine_.nodes.get(Role::data, host, ranges[i].port, nullptr);
         if (node == nullptr) return false;
         // no other address of this map takes its node over
         node->mapped = true;
@@ -243,8 +241,8 @@ Node* Topology::sentinel_target() {
     const rrl_engine_addr_t& a =
         engine_
             .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 0)];
-    Node* node = engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path,
-                                   engine_.tls_name(&a, a.host));
+    Node* node =
+        engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path, &a);
     if (node) node->connect();
     return node;
 }
@@ -265,8 +263,7 @@ bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
             sentinel->name.c_str(), host);
         return false;
     }
-    Node* node = engine_.nodes.get(Role::data, host, port, nullptr,
-                                   engine_.tls_name(nullptr, host));
+    Node* node = engine_.nodes.get(Role::data, host, port, nullptr);
     if (node == nullptr) return false;
 
     void* previous;
