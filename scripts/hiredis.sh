@@ -17,6 +17,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/apt-source.sh
+. "$top/scripts/apt-source.sh"
 build=$(realpath -m "${1:-$top/build-hiredis1}")
 prefix=$build/hiredis
 version=1.2.0
@@ -51,18 +53,8 @@ fi
 
 src_list=/etc/apt/sources.list.d/rrl-trixie-src.sources
 if [ ! -f "$src_list" ]; then
-    uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources \
-          2>/dev/null || true)
-    uri=${uri:-http://deb.debian.org/debian}
-    echo "hiredis: adding $src_list (deb-src $uri trixie main)"
-    printf '%s\n' \
-        "# trixie's sources, for scripts/hiredis.sh (hiredis 1.x); no binaries" \
-        "Types: deb-src" \
-        "URIs: $uri" \
-        "Suites: trixie" \
-        "Components: main" \
-        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
-        | "${sudo[@]}" tee "$src_list" > /dev/null
+    apt_source "$src_list" deb-src trixie \
+        "trixie's sources, for scripts/hiredis.sh (hiredis 1.x); no binaries"
     "${sudo[@]}" apt-get update -qq
 fi
 

@@ -10,6 +10,9 @@
 
 set -euo pipefail
 
+# shellcheck source=scripts/apt-source.sh
+. "$(dirname "$0")/apt-source.sh"
+
 packages=(
     build-essential cmake pkg-config curl
     nginx nginx-dev libhiredis-dev libssl-dev redis-server
@@ -57,18 +60,9 @@ export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing_backports[@]} -gt 0 ] \
         && ! grep -rqs "bookworm-backports" /etc/apt/sources.list \
                 /etc/apt/sources.list.d/; then
-    uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources \
-          2>/dev/null || true)
-    uri=${uri:-http://deb.debian.org/debian}
-    echo "adding /etc/apt/sources.list.d/rrl-backports.sources (bookworm-backports from $uri)"
-    printf '%s\n' \
-        "# bookworm-backports, for valkey-server (scripts/install-deps.sh)" \
-        "Types: deb" \
-        "URIs: $uri" \
-        "Suites: bookworm-backports" \
-        "Components: main" \
-        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
-        | "${sudo[@]}" tee /etc/apt/sources.list.d/rrl-backports.sources > /dev/null
+    apt_source /etc/apt/sources.list.d/rrl-backports.sources deb \
+        bookworm-backports \
+        "bookworm-backports, for valkey-server (scripts/install-deps.sh)"
 fi
 
 "${sudo[@]}" apt-get update -qq
