@@ -174,8 +174,10 @@ TEST(Decision, StatusText) {
                            "FAILED_OPEN",
                            "FAILED_CLOSED",
                            "FAILED_LOCAL",
+                           "DELAYED",
+                           "DELAYED_DRY_RUN",
                            ""};
-    for (unsigned i = 0; i < 8; i++) {
+    for (unsigned i = 0; i < 10; i++) {
         size_t len;
         const char* t = rrl_status_text(i, &len);
         EXPECT_EQ(std::string(t, len), texts[i]) << i;
@@ -205,7 +207,7 @@ TEST(DecisionCapi, Decide) {
     rrl_settings_t s = {
         RRL_FAIL_CLOSED, 0, 503, 1, RRL_SHOW_LEGACY | RRL_SHOW_DRAFT, 1};
     rrl_verdict_t v;
-    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, &v), RRL_OK);
+    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, 0, &v), RRL_OK);
     EXPECT_EQ(v.status, unsigned{RRL_STATUS_REJECTED});
     EXPECT_EQ(v.code, 503u);
     EXPECT_TRUE(v.decided && v.learn && v.log && v.problem);
@@ -214,17 +216,102 @@ TEST(DecisionCapi, Decide) {
                                RRL_SHOW_RETRY_AFTER});
 
     s.fail = RRL_FAIL_LOCAL;
-    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_FAILED, 0, &v), RRL_OK);
+    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_FAILED, 0, 0, &v), RRL_OK);
     EXPECT_TRUE(v.ask_local);
 
-    EXPECT_EQ(rrl_decide(&s, 6, 0, &v), RRL_ERROR);
-    EXPECT_EQ(rrl_decide(&s, -1, 0, &v), RRL_ERROR);
+    EXPECT_EQ(rrl_decide(&s, 6, 0, 0, &v), RRL_ERROR);
+    EXPECT_EQ(rrl_decide(&s, -1, 0, 0, &v), RRL_ERROR);
     s.fail = 3;
-    EXPECT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, &v), RRL_ERROR);
+    EXPECT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 0, 0, &v), RRL_ERROR);
+}
+
+TEST(Decision, PassedWithADelayIsDelayedAndWaits) {
+    auto v = rrl::decide(settings(), Outcome::reply, true, 100500);
+    EXPECT_EQ(v.status, Status::delayed);
+    EXPECT_EQ(v.code, 0u);
+    EXPECT_TRUE(v.decided);
+    EXPECT_FALSE(v.log);
+    EXPECT_FALSE(v.learn);
+    EXPECT_EQ(v.delay_us, 100500);
+    EXPECT_EQ(v.wait_ms, 101u);  // rounded up: never before the slot
+
+    v = rrl::decide(settings(), Outcome::reply, true, 100000);
+    EXPECT_EQ(v.wait_ms, 100u);
+    v = rrl::decide(settings(), Outcome::reply, true, 1);
+    EXPECT_EQ(v.wait_ms, 1u);
+}
+
+TEST(Decision, DryRunShowsTheDelayWithoutWaiting) {
+    auto v = rrl::decide(settings(rrl::FailMode::open, true), Outcome::reply,
+                         true, 250000);
+    EXPECT_EQ(v.status, Status::delayed_dry_run);
+    EXPECT_EQ(v.code, 0u);
+    EXPECT_EQ(v.delay_us, 250000);
+    EXPECT_EQ(v.wait_ms, 0u);
+}
+
+TEST(Decision, NoDelayIsPassed) {
+    auto v = rrl::decide(settings(), Outcome::reply, true, 0);
+    EXPECT_EQ(v.status, Status::passed);
+    EXPECT_EQ(v.delay_us, 0);
+    EXPECT_EQ(v.wait_ms, 0u);
+}
+
+TEST(Decision, RejectionsAreNeverDelayed) {
+    for (bool dry_run : {false, true}) {
+        auto v = rrl::decide(settings(rrl::FailMode::open, dry_run),
+                             Outcome::reply, false, 100000);
+        EXPECT_EQ(v.status,
+                  dry_run ? Status::rejected_dry_run : Status::rejected);
+        EXPECT_EQ(v.delay_us, 0);
+        EXPECT_EQ(v.wait_ms, 0u);
+    }
+    auto v = rrl::decide(settings(), Outcome::cached, true, 100000);
+    EXPECT_EQ(v.status, Status::rejected);
+    EXPECT_EQ(v.wait_ms, 0u);
+}
+
+TEST(Decision, FailLocalWaitsAndStaysFailedLocal) {
+    auto v = rrl::decide(settings(rrl::FailMode::local), Outcome::local, true,
+                         200000);
+    EXPECT_EQ(v.status, Status::failed_local);
+    EXPECT_EQ(v.code, 0u);
+    EXPECT_EQ(v.delay_us, 200000);
+    EXPECT_EQ(v.wait_ms, 200u);
+
+    v = rrl::decide(settings(rrl::FailMode::local, true), Outcome::local, true,
+                    200000);
+    EXPECT_EQ(v.status, Status::failed_local);
+    EXPECT_EQ(v.delay_us, 200000);
+    EXPECT_EQ(v.wait_ms, 0u);
+}
+
+TEST(Decision, FailuresAreNeverDelayed) {
+    for (Outcome o :
+         {Outcome::no_key, Outcome::failed, Outcome::local_failed}) {
+        auto v = rrl::decide(settings(rrl::FailMode::local), o, true, 100000);
+        EXPECT_EQ(v.delay_us, 0);
+        EXPECT_EQ(v.wait_ms, 0u);
+    }
+}
+
+TEST(DecisionCapi, Delayed) {
+    rrl_settings_t s = {RRL_FAIL_OPEN, 0, 429, 0, RRL_SHOW_LEGACY, 1};
+    rrl_verdict_t v;
+    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 1, 300000, &v), RRL_OK);
+    EXPECT_EQ(v.status, unsigned{RRL_STATUS_DELAYED});
+    EXPECT_EQ(v.delay_us, 300000);
+    EXPECT_EQ(v.wait_ms, 300u);
+    s.dry_run = 1;
+    ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 1, 300000, &v), RRL_OK);
+    EXPECT_EQ(v.status, unsigned{RRL_STATUS_DELAYED_DRY_RUN});
+    EXPECT_EQ(v.wait_ms, 0u);
+    size_t len;
+    EXPECT_STREQ(rrl_status_text(RRL_STATUS_DELAYED_DRY_RUN, &len),
+                 "DELAYED_DRY_RUN");
 }
 
 TEST(DecisionCapi, Message) {
-
     const unsigned char key[] = "k";
     char buf[128];
     size_t n = rrl_rejection_message(buf, sizeof(buf), 0, RRL_OUTCOME_REPLY,

@@ -208,3 +208,77 @@ TEST(ConfWord, NumbersAsNginxReadsThem) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LimitConf, DelayAndNodelay) {
+    rrl::LimitConf conf;
+    EXPECT_EQ(conf.delay, RRL_DELAY_NONE);
+    EXPECT_EQ(parse({"zone=z", "delay=0"}, conf), "");
+    EXPECT_EQ(conf.delay, 0u);
+    EXPECT_EQ(conf.delay_word, "delay=0");
+
+    rrl::LimitConf nodelay;
+    EXPECT_EQ(parse({"nodelay", "zone=z"}, nodelay), "");
+    EXPECT_EQ(nodelay.delay, RRL_DELAY_NONE);
+
+    EXPECT_EQ(limit_error({"zone=z", "delay=3", "delay=3"}),
+              "duplicate parameter \"delay=3\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"zone=z", "nodelay", "nodelay"}),
+              "duplicate parameter \"nodelay\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"zone=z", "delay=3", "nodelay"}),
+              "conflicting parameter \"nodelay\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"zone=z", "delay=3", "delay=4"}),
+              "conflicting parameter \"delay=4\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"zone=z", "delay=-1"}),
+              "invalid value \"delay=-1\" in \"redis_ratelimit\" directive, "
+              "delay must be a number");
+    EXPECT_EQ(limit_error({"zone=z", "delay="}),
+              "invalid value \"delay=\" in \"redis_ratelimit\" directive, "
+              "delay must be a number");
+}
+
+TEST(LimitConf, DelayAgainstTheZone) {
+    EXPECT_EQ(rrl::limit_delay_check(RRL_DELAY_NONE, RRL_FIXED_WINDOW, 0, "z",
+                                     kLimit),
+              "");
+    EXPECT_EQ(rrl::limit_delay_check(5, RRL_LEAKY_BUCKET, 5, "z", kLimit), "");
+    EXPECT_EQ(rrl::limit_delay_check(0, RRL_LEAKY_BUCKET, 0, "z", kLimit), "");
+    EXPECT_EQ(rrl::limit_delay_check(6, RRL_LEAKY_BUCKET, 5, "z", kLimit),
+              "\"delay=6\" is more than the burst (5) of zone \"z\" in "
+              "\"redis_ratelimit\" directive");
+    EXPECT_EQ(rrl::limit_delay_check(0, RRL_FIXED_WINDOW, 5, "z", kLimit),
+              "\"delay=0\" is only valid with algorithm=leaky_bucket (gcra), "
+              "zone \"z\" uses fixed_window, in \"redis_ratelimit\" "
+              "directive");
+
+    char err[RRL_CONF_ERR_MAX + 1];
+    EXPECT_EQ(
+        rrl_limit_delay_check(2, RRL_LEAKY_BUCKET, 2, "z", 1, kLimit, err),
+        RRL_OK);
+    EXPECT_EQ(
+        rrl_limit_delay_check(3, RRL_TOKEN_BUCKET, 9, "z", 1, kLimit, err),
+        RRL_ERROR);
+    EXPECT_STREQ(err,
+                 "\"delay=3\" is only valid with algorithm=leaky_bucket "
+                 "(gcra), zone \"z\" uses token_bucket, in "
+                 "\"redis_ratelimit\" directive");
+}
+
+TEST(LimitConfCApi, Delay) {
+    rrl_conf_t conf;
+    const rrl_limit_conf_t& l = conf.u.limit;
+    rrl_conf_init(&conf, RRL_CONF_LIMIT, kLimit);
+    EXPECT_EQ(l.delay, RRL_DELAY_NONE);
+    EXPECT_EQ(c_word(&conf, "zone=z"), RRL_OK);
+    EXPECT_EQ(c_word(&conf, "delay=4"), RRL_OK);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(l.delay, 4u);
+    EXPECT_EQ(c_word(&conf, "nodelay"), RRL_ERROR);
+}
+
+}  // namespace

@@ -46,6 +46,8 @@ TEST(Metrics, RequestsPerZoneAndStatus) {
     zones[0].requests[0] = 10;  // passed
     zones[0].requests[1] = 3;   // rejected
     zones[0].requests[5] = 7;   // failed_local
+    zones[0].requests[6] = 4;   // delayed
+    zones[0].requests[7] = 1;   // delayed_dry_run
     zones[1].name = "we\"ird\\";
     zones[1].len = 7;
     zones[1].requests[2] = 2;  // rejected_dry_run
@@ -75,6 +77,12 @@ TEST(Metrics, RequestsPerZoneAndStatus) {
     EXPECT_TRUE(has_line(text,
                          "redis_ratelimit_requests_total{zone=\"per_ip\","
                          "status=\"failed_local\"} 7"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"delayed\"} 4"));
+    EXPECT_TRUE(has_line(text,
+                         "redis_ratelimit_requests_total{zone=\"per_ip\","
+                         "status=\"delayed_dry_run\"} 1"));
     EXPECT_TRUE(
         has_line(text,
                  "redis_ratelimit_requests_total{zone=\"we\\\"ird\\\\\","

@@ -18,7 +18,7 @@ constexpr std::int64_t kNow = 1700000000 * kSecond + 250000;
 rrl_call_limit_t limit(const std::string& zone, int algorithm, std::uint64_t n,
                        std::uint64_t period_ms, std::uint64_t burst) {
     return {zone.data(), zone.size(), algorithm, n, period_ms,
-            burst,       1,           nullptr,   0};
+            burst,       1,           nullptr,   0, RRL_DELAY_NONE};
 }
 
 // A request of limits, decided by a script reply of {passed, remaining,
@@ -48,6 +48,7 @@ struct Request {
                  limits.size(),
                  show,
                  1,
+                 0,
                  0,
                  0};
     }
@@ -183,6 +184,20 @@ TEST(Shown, RttInMsWithThreeDecimals) {
     EXPECT_EQ(variable(RRL_VAR_RTT, r.shown), "120.050");
     r.shown.rtt_us = -3;  // a clock that went back
     EXPECT_EQ(variable(RRL_VAR_RTT, r.shown), "0.000");
+}
+
+TEST(Shown, DelayInMsWithThreeDecimalsEmptyWhenNone) {
+    Request r({limit(a, RRL_LEAKY_BUCKET, 10, 1000, 5)}, {{1, 2, 400000, 0}},
+              RRL_SHOW_LEGACY);
+    EXPECT_EQ(variable(RRL_VAR_DELAY, r.shown), "");
+    r.shown.delay_us = 300000;
+    EXPECT_EQ(variable(RRL_VAR_DELAY, r.shown), "300.000");
+    r.shown.delay_us = 99950;
+    EXPECT_EQ(variable(RRL_VAR_DELAY, r.shown), "99.950");
+    r.shown.delay_us = 7;
+    EXPECT_EQ(variable(RRL_VAR_DELAY, r.shown), "0.007");
+    r.shown.status = RRL_STATUS_DELAYED;
+    EXPECT_EQ(variable(RRL_VAR_STATUS, r.shown), "DELAYED");
 }
 
 TEST(Shown, ProblemNamesTheRejectingZones) {

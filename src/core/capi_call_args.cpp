@@ -3,6 +3,7 @@
 
 #include "call_args.hpp"
 #include "capi.hpp"
+#include "delay.hpp"
 #include "log.hpp"
 #include "reply.hpp"
 #include "rrl_call_args.h"
@@ -79,5 +80,13 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
                      std::to_string(results[i].remaining) + " of zone \"" +
                      std::string(l[i].zone) + "\"");
         return RRL_ERROR;
+    });
+}
+
+int64_t rrl_call_delay(const rrl_call_limit_t* limits,
+                       const rrl_limit_result_t* results, size_t n, int passed,
+                       uint64_t share) noexcept {
+    return guarded("rrl_call_delay", int64_t{0}, [&] {
+        return rrl::request_delay_us(limits, results, n, passed != 0, share);
     });
 }

@@ -102,11 +102,13 @@ void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
 }
 
 rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {
-    return {view(c.zone_name), c.cost, view(c.cost_arg), view(c.variable)};
+    return {view(c.zone_name), c.cost,  view(c.cost_arg),
+            view(c.variable),  c.delay, view(c.delay_word)};
 }
 
 void to_c(const rrl::LimitConf& l, rrl_limit_conf_t* c) {
-    *c = {str(l.zone_name), l.cost, str(l.cost_arg), str(l.variable)};
+    *c = {str(l.zone_name), l.cost,  str(l.cost_arg),
+          str(l.variable),  l.delay, str(l.delay_word)};
 }
 
 // the local zone is the C API's: set at done, from zone_word
@@ -252,6 +254,16 @@ void rrl_conf_init(rrl_conf_t* conf, int kind, const char* directive) noexcept {
 
 int rrl_conf_word(rrl_conf_t* conf, const char* w, size_t len) noexcept {
     return guarded_step("rrl_conf_word", conf, word, {w, len});
+}
+
+int rrl_limit_delay_check(uint64_t delay, int algorithm, uint64_t burst,
+                          const char* zone, size_t zone_len,
+                          const char* directive, char* err) noexcept {
+    return guarded("rrl_limit_delay_check", RRL_ERROR, [&] {
+        return error_or_ok(rrl::limit_delay_check(delay, algorithm, burst,
+                                                  {zone, zone_len}, directive),
+                           err);
+    });
 }
 
 int rrl_conf_done(rrl_conf_t* conf) noexcept {

@@ -7,6 +7,8 @@ using rrl::capi::guarded;
 
 static_assert(RRL_STATUS_FAILED_LOCAL ==
               static_cast<unsigned>(rrl::Status::failed_local));
+static_assert(RRL_STATUS_DELAYED_DRY_RUN ==
+              static_cast<unsigned>(rrl::Status::delayed_dry_run));
 static_assert(RRL_FAIL_LOCAL == static_cast<unsigned>(rrl::FailMode::local));
 static_assert(RRL_SHOW_LEGACY == rrl::show::legacy &&
               RRL_SHOW_DRAFT == rrl::show::draft &&
@@ -26,7 +28,7 @@ bool outcome_of(int outcome, rrl::Outcome* out) {
 }  // namespace
 
 int rrl_decide(const rrl_settings_t* s, int outcome, int passed,
-               rrl_verdict_t* verdict) noexcept {
+               int64_t delay_us, rrl_verdict_t* verdict) noexcept {
     rrl::Outcome o;
     if (!outcome_of(outcome, &o) || s->fail > RRL_FAIL_LOCAL) return RRL_ERROR;
 
@@ -38,7 +40,7 @@ int rrl_decide(const rrl_settings_t* s, int outcome, int passed,
     settings.headers = s->headers;
     settings.local_share = s->local_share;
 
-    rrl::Verdict v = rrl::decide(settings, o, passed != 0);
+    rrl::Verdict v = rrl::decide(settings, o, passed != 0, delay_us);
     verdict->status = static_cast<unsigned>(v.status);
     verdict->code = v.code;
     verdict->decided = v.decided;
@@ -47,6 +49,8 @@ int rrl_decide(const rrl_settings_t* s, int outcome, int passed,
     verdict->log = v.log;
     verdict->problem = v.problem;
     verdict->show = v.show;
+    verdict->delay_us = v.delay_us;
+    verdict->wait_ms = v.wait_ms;
     return RRL_OK;
 }
 

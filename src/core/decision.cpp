@@ -13,7 +13,8 @@ unsigned rejection_code(const Settings& s) {
 
 }  // namespace
 
-Verdict decide(const Settings& s, Outcome outcome, bool passed) {
+Verdict decide(const Settings& s, Outcome outcome, bool passed,
+               std::int64_t delay_us) {
     Verdict v;
 
     switch (outcome) {
@@ -57,6 +58,17 @@ Verdict decide(const Settings& s, Outcome outcome, bool passed) {
             break;
     }
 
+    if (passed && delay_us > 0) {
+        // fail local stays FAILED_LOCAL, and waits as well
+        if (v.status == Status::passed) {
+            v.status = s.dry_run ? Status::delayed_dry_run : Status::delayed;
+        }
+        v.delay_us = delay_us;
+        v.wait_ms = s.dry_run ? 0
+                              : static_cast<std::uint64_t>(delay_us / 1000) +
+                                    (delay_us % 1000 != 0 ? 1 : 0);
+    }
+
     v.decided = true;
     v.log = !passed;
     v.code = passed                       ? 0
@@ -91,6 +103,10 @@ std::string_view status_text(Status status) {
             return "FAILED_CLOSED";
         case Status::failed_local:
             return "FAILED_LOCAL";
+        case Status::delayed:
+            return "DELAYED";
+        case Status::delayed_dry_run:
+            return "DELAYED_DRY_RUN";
         default:
             return "";
     }

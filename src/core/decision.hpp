@@ -18,7 +18,9 @@ enum class Status : unsigned {
     rejected_dry_run,
     failed_open,
     failed_closed,
-    failed_local
+    failed_local,
+    delayed,          // passed, then waits for its slot (delay=D)
+    delayed_dry_run,  // would have waited: dry run does not
 };
 
 enum class FailMode : unsigned { open = 0, closed, local };
@@ -59,10 +61,16 @@ struct Verdict {
     bool log = false;        // the rejection is logged
     bool problem = false;    // the handler sends a problem+json body
     unsigned show = 0;       // show:: bits
+    // a passed request's delay (delay=D), $redis_ratelimit_delay: also
+    // in dry run, which shows the delay that would have been applied
+    std::int64_t delay_us = 0;
+    std::uint64_t wait_ms = 0;  // the wait to apply, rounded up; 0 in dry run
 };
 
-// passed: the decoded decision's, for reply, cached and local
-Verdict decide(const Settings& settings, Outcome outcome, bool passed);
+// passed: the decoded decision's, for reply, cached and local; delay_us:
+// its wait (rrl_call_delay()), for reply and local
+Verdict decide(const Settings& settings, Outcome outcome, bool passed,
+               std::int64_t delay_us = 0);
 
 // $redis_ratelimit_status's text; "" for none or an unknown status
 std::string_view status_text(Status status);

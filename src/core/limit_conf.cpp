@@ -1,5 +1,6 @@
 #include "limit_conf.hpp"
 
+#include "algorithm.hpp"
 #include "cost.hpp"
 
 namespace rrl {
@@ -8,6 +9,27 @@ ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
                          std::string_view word) {
     if (auto name = conf_value(word, "zone=")) {
         conf.zone_name = *name;
+        return {};
+    }
+
+    auto delay = conf_value(word, "delay=");
+    if (delay || word == "nodelay") {
+        if (!conf.delay_word.empty()) {
+            return {false,
+                    std::string(conf.delay_word == word ? "duplicate"
+                                                        : "conflicting") +
+                        " parameter " + quoted(word) + " in " +
+                        quoted(directive) + " directive"};
+        }
+        std::optional<std::int64_t> d =
+            delay ? parse_conf_number(*delay) : std::nullopt;
+        if (delay && !d) {
+            return {false, "invalid value " + quoted(word) + " in " +
+                               quoted(directive) +
+                               " directive, delay must be a number"};
+        }
+        conf.delay = d ? static_cast<std::uint64_t>(*d) : RRL_DELAY_NONE;
+        conf.delay_word = word;
         return {};
     }
 
@@ -36,6 +58,30 @@ std::string limit_conf_done(const LimitConf& conf, std::string_view directive) {
     if (conf.zone_name.empty()) {
         return quoted(directive) + " must have \"zone\" parameter";
     }
+    return "";
+}
+
+std::string limit_delay_check(std::uint64_t delay, int algorithm,
+                              std::uint64_t burst, std::string_view zone,
+                              std::string_view directive) {
+    if (delay == RRL_DELAY_NONE) return "";
+
+    std::string word = quoted("delay=" + std::to_string(delay));
+
+    if (algorithm != RRL_LEAKY_BUCKET) {
+        const Algorithm* a = rrl::algorithm(algorithm);
+        return word + " is only valid with algorithm=leaky_bucket (gcra), " +
+               "zone " + quoted(zone) + " uses " +
+               std::string(a ? a->name : "another") + ", in " +
+               quoted(directive) + " directive";
+    }
+
+    if (delay > burst) {
+        return word + " is more than the burst (" + std::to_string(burst) +
+               ") of zone " + quoted(zone) + " in " + quoted(directive) +
+               " directive";
+    }
+
     return "";
 }
 

@@ -1,4 +1,5 @@
-// The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR]" and of the
+// The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR] [delay=D |
+// nodelay]" and of the
 // parameters of "redis_ratelimit_fail MODE [local_zone=NAME:SIZE]
 // [local_share=1/N]" (the words after MODE) and "redis_ratelimit_status
 // CODE": a location's directives.
@@ -9,14 +10,17 @@
 #include <string_view>
 
 #include "conf_word.hpp"
+#include "rrl_call_args.h"
 
 namespace rrl {
 
 struct LimitConf {
     std::string_view zone_name;
     std::uint64_t cost = 1;
-    std::string_view cost_arg = "1";  // the constant cost, as written
-    std::string_view variable;        // of the last "cost=$VAR"
+    std::string_view cost_arg = "1";       // the constant cost, as written
+    std::string_view variable;             // of the last "cost=$VAR"
+    std::uint64_t delay = RRL_DELAY_NONE;  // D of delay=D; nodelay: none
+    std::string_view delay_word;           // "delay=D" or "nodelay"
 };
 
 // A "cost=$VAR" word is the host's to compile (ConfWord::host), from
@@ -24,6 +28,13 @@ struct LimitConf {
 ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
                          std::string_view word);
 std::string limit_conf_done(const LimitConf& conf, std::string_view directive);
+
+// The zone's side of "delay=D", once the zone is known (it may be defined
+// after the location): leaky_bucket only, D no more than its burst. "" when
+// good; else the message, which names the directive but not FILE:LINE.
+std::string limit_delay_check(std::uint64_t delay, int algorithm,
+                              std::uint64_t burst, std::string_view zone,
+                              std::string_view directive);
 
 struct FailConf {
     bool local = false;          // the mode is "local"

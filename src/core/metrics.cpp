@@ -19,11 +19,11 @@ constexpr std::array<const char*, RRL_METRICS_BUCKETS> kBoundsText = {
 
 // $redis_ratelimit_status, lowercased, by status - 1
 constexpr std::array<const char*, RRL_METRICS_STATUSES> kStatuses = {
-    "passed",      "rejected",      "rejected_dry_run",
-    "failed_open", "failed_closed", "failed_local"};
+    "passed",        "rejected",     "rejected_dry_run", "failed_open",
+    "failed_closed", "failed_local", "delayed",          "delayed_dry_run"};
 
 constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
-    "timeout",     "connection", "noscript",     "moved",     "ask",
+    "timeout",     "connection", "noscript",     "moved",      "ask",
     "error_reply", "bad_reply",  "circuit_open", "max_parked", "tls_handshake"};
 
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {

@@ -386,7 +386,7 @@ void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
  */
 
 /* requests by $redis_ratelimit_status: index = status - 1 */
-#define RRL_METRICS_STATUSES  6
+#define RRL_METRICS_STATUSES  8
 
 /* failed Redis calls, by kind */
 #define RRL_METRICS_ERR_TIMEOUT       0   /* no reply within timeout */

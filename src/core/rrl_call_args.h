@@ -37,7 +37,11 @@ typedef struct {
     uint64_t              cost;
     const unsigned char  *key;         /* the client's, as evaluated */
     size_t                key_len;
+    uint64_t              delay;       /* D of delay=D; RRL_DELAY_NONE */
 } rrl_call_limit_t;
+
+/* "nodelay", the default: delay=B, never delays */
+#define RRL_DELAY_NONE  UINT64_MAX
 
 /* the most bytes rrl_call_args() writes for these limits; 0: bad algorithm */
 size_t rrl_call_args_size(const rrl_call_limit_t *limits, size_t n)
@@ -59,6 +63,15 @@ int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
 int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
     const rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,
     rrl_decision_t *decision) RRL_NOEXCEPT;
+
+/*
+ * How long a request waits in nginx (delay=D, see delay.hpp), in us: 0
+ * unless it passed, else the longest of its leaky_bucket limits' waits.
+ * share: K of local_share=1/K when the local zone decided, else 1.
+ */
+int64_t rrl_call_delay(const rrl_call_limit_t *limits,
+    const rrl_limit_result_t *results, size_t n, int passed, uint64_t share)
+    RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #define RRL_CONF_H
 
 #include "rrl.h"
+#include "rrl_call_args.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,13 +73,15 @@ typedef struct {
 } rrl_zone_conf_t;
 
 
-/* "redis_ratelimit zone=NAME [cost=N|$VAR]" */
+/* "redis_ratelimit zone=NAME [cost=N|$VAR] [delay=D | nodelay]" */
 
 typedef struct {
     rrl_conf_str_t  zone_name;
     uint64_t        cost;          /* 1 unless cost=N */
     rrl_conf_str_t  cost_arg;      /* N as written, "1" by default */
     rrl_conf_str_t  variable;      /* "$VAR" of the last cost=$VAR */
+    uint64_t        delay;         /* D of delay=D, RRL_DELAY_NONE */
+    rrl_conf_str_t  delay_word;    /* "delay=D" or "nodelay", or empty */
 } rrl_limit_conf_t;
 /* RRL_CONF_HOST: a cost=$VAR word, to compile from variable */
 
@@ -142,6 +145,15 @@ int rrl_conf_word(rrl_conf_t *conf, const char *word, size_t len)
     RRL_NOEXCEPT;
 /* after the last word: RRL_OK or RRL_ERROR with err */
 int rrl_conf_done(rrl_conf_t *conf) RRL_NOEXCEPT;
+
+/*
+ * delay=D of a limit against its zone, once both are known: RRL_OK, or
+ * RRL_ERROR with a message in err (RRL_CONF_ERR_MAX + 1 bytes) that names
+ * the directive; the caller adds FILE:LINE.
+ */
+int rrl_limit_delay_check(uint64_t delay, int algorithm, uint64_t burst,
+    const char *zone, size_t zone_len, const char *directive, char *err)
+    RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,8 @@ extern "C" {
 #define RRL_STATUS_FAILED_OPEN       4
 #define RRL_STATUS_FAILED_CLOSED     5
 #define RRL_STATUS_FAILED_LOCAL      6
+#define RRL_STATUS_DELAYED           7
+#define RRL_STATUS_DELAYED_DRY_RUN   8
 
 #define RRL_FAIL_OPEN    0
 #define RRL_FAIL_CLOSED  1
@@ -56,14 +58,16 @@ typedef struct {
     int       log;            /* the rejection is logged */
     int       problem;        /* the handler sends a problem+json body */
     unsigned  show;           /* RRL_SHOW_* */
+    int64_t   delay_us;       /* $redis_ratelimit_delay, dry run too; 0: none */
+    uint64_t  wait_ms;        /* the delay to apply; 0: none, dry run */
 } rrl_verdict_t;
 
 /*
- * passed: the decoded decision's (reply, cached, local). RRL_ERROR on an
- * unknown outcome or fail mode.
+ * passed: the decoded decision's (reply, cached, local); delay_us: its
+ * wait, rrl_call_delay()'s. RRL_ERROR on an unknown outcome or fail mode.
  */
 int rrl_decide(const rrl_settings_t *settings, int outcome, int passed,
-    rrl_verdict_t *verdict) RRL_NOEXCEPT;
+    int64_t delay_us, rrl_verdict_t *verdict) RRL_NOEXCEPT;
 
 /* $redis_ratelimit_status's text, NUL-terminated; "" for none */
 const char *rrl_status_text(unsigned status, size_t *len) RRL_NOEXCEPT;

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t                   local_share; /* K of local_share=1/K */
     int                        replied;   /* Redis answered: rtt_us is set */
     int64_t                    rtt_us;
+    int64_t                    delay_us;  /* 0: not delayed (delay=D) */
 } rrl_shown_t;
 
 /* a header field: the name is static, the value in the caller's buffer */
@@ -51,6 +52,7 @@ size_t rrl_shown_fields(char *buf, size_t size, const rrl_shown_t *shown,
 #define RRL_VAR_RESET      2   /* $redis_ratelimit_reset */
 #define RRL_VAR_ZONE       3   /* $redis_ratelimit_zone */
 #define RRL_VAR_RTT        4   /* $redis_ratelimit_rtt */
+#define RRL_VAR_DELAY      5   /* $redis_ratelimit_delay */
 
 /* A variable's value, as snprintf writes it; 0: it is not found. */
 size_t rrl_shown_variable(char *buf, size_t size, int variable,

@@ -17,6 +17,14 @@ std::string_view zone_of(const rrl_call_limit_t& l) {
     return {l.zone, l.zone_len};
 }
 
+// ms with 3 decimals, as $upstream_response_time has them for s
+std::string milliseconds(std::int64_t us) {
+    us = std::max<std::int64_t>(us, 0);
+    std::string frac = std::to_string(us % 1000);
+    return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') +
+           frac;
+}
+
 // The limit as the headers show it: this server's share of it, or whole.
 rrl_policy_t policy_of(const rrl_call_limit_t& l, const rrl_shown_t& shown) {
     rrl_policy_t p{l.zone,  l.zone_len,  l.algorithm,
@@ -83,11 +91,12 @@ std::optional<std::string> shown_variable(int variable,
 
     if (variable == RRL_VAR_RTT) {
         if (!shown.replied) return std::nullopt;
-        // ms with 3 decimals, as $upstream_response_time has them for s
-        std::int64_t us = std::max<std::int64_t>(shown.rtt_us, 0);
-        std::string frac = std::to_string(us % 1000);
-        return std::to_string(us / 1000) + "." +
-               std::string(3 - frac.size(), '0') + frac;
+        return milliseconds(shown.rtt_us);
+    }
+
+    if (variable == RRL_VAR_DELAY) {
+        if (shown.delay_us <= 0) return std::nullopt;
+        return milliseconds(shown.delay_us);
     }
 
     if (!shown.decided) return std::nullopt;
