@@ -166,6 +166,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 
     ngx_http_redis_ratelimit_str(&limit->zone_name, &c.u.limit.zone_name);
     limit->cost = (ngx_uint_t) c.u.limit.cost;
+    limit->delay = c.u.limit.delay;
 
     limits = rlcf->limits.elts;
 
@@ -284,6 +285,7 @@ ngx_http_redis_ratelimit_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t
 ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
 {
+    char                                   err[RRL_CONF_ERR_MAX + 1];
     ngx_uint_t                             i;
     ngx_http_redis_ratelimit_limit_t      *limit;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -319,6 +321,18 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
                           limit[i].cost, &limit[i].zone_name,
                           limit[i].zone->capacity, limit[i].file,
                           limit[i].line);
+            return NGX_ERROR;
+        }
+
+        if (rrl_limit_delay_check(limit[i].delay, limit[i].zone->algorithm,
+                                  limit[i].zone->burst,
+                                  (char *) limit[i].zone_name.data,
+                                  limit[i].zone_name.len, "redis_ratelimit",
+                                  err)
+            != RRL_OK)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %s:%ui", err,
+                          limit[i].file, limit[i].line);
             return NGX_ERROR;
         }
     }

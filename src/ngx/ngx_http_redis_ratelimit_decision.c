@@ -70,6 +70,7 @@ void
 ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
 {
+    uint64_t                              share;
     rrl_verdict_t                         v;
     rrl_settings_t                        s;
     ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
@@ -89,9 +90,17 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 
     ngx_memzero(&v, sizeof(rrl_verdict_t));
 
-    while (rrl_decide(&s, outcome, ctx->decision.passed, &v) == RRL_OK
-           && v.ask_local)
-    {
+    /* the delay of a local decision is on this server's share */
+    for (share = 1; /* void */; share = rlcf->local_share) {
+        ctx->delay = rrl_call_delay(ctx->call_limits, ctx->limit_results,
+                                    ctx->nlimits, ctx->decision.passed, share);
+
+        if (rrl_decide(&s, outcome, ctx->decision.passed, ctx->delay, &v)
+            != RRL_OK || !v.ask_local)
+        {
+            break;
+        }
+
         outcome = (ngx_http_redis_ratelimit_local_check(r, ctx) == NGX_OK
                    && rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
                                        ctx->nlimits, ctx->limit_results,
@@ -105,6 +114,8 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ctx->decided = v.decided;
     ctx->problem = v.problem;
     ctx->show = v.show;
+    ctx->delay = v.delay_us;
+    ctx->wait = (ngx_msec_t) v.wait_ms;
 
     if (v.log) {
         ngx_http_redis_ratelimit_log_rejection(r, ctx, outcome);
@@ -229,4 +240,5 @@ ngx_http_redis_ratelimit_shown(ngx_http_redis_ratelimit_ctx_t *ctx,
     shown->local_share = ctx->conf->local_share;
     shown->replied = ctx->replied;
     shown->rtt_us = ctx->rtt;
+    shown->delay_us = ctx->delay;
 }

@@ -1,7 +1,8 @@
 
 /*
  * The preaccess-phase handler: limits a request once, parks it while its
- * Redis call is in flight, and applies the decision when it is resumed.
+ * Redis call is in flight, applies the decision when it is resumed, and
+ * parks it on a timer if it passed with a delay (delay=D).
  */
 
 
@@ -17,6 +18,7 @@
 #define NGX_HTTP_REDIS_RATELIMIT_WAITING  1
 #define NGX_HTTP_REDIS_RATELIMIT_DECIDED  2
 #define NGX_HTTP_REDIS_RATELIMIT_APPLIED  3
+#define NGX_HTTP_REDIS_RATELIMIT_DELAYED  4
 
 
 static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
@@ -26,6 +28,9 @@ static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
+static ngx_int_t ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+static void ngx_http_redis_ratelimit_delay_end(ngx_event_t *ev);
 static void ngx_http_redis_ratelimit_done(void *request, void *data);
 static void ngx_http_redis_ratelimit_post_resume(ngx_http_request_t *r);
 static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
@@ -60,8 +65,11 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
                 return NGX_DECLINED;
             }
 
-            ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
-            return ngx_http_redis_ratelimit_answer(r, ctx);
+            return ngx_http_redis_ratelimit_apply(r, ctx);
+
+        case NGX_HTTP_REDIS_RATELIMIT_DELAYED:
+            /* only the owner waits: the others go on as limited */
+            return (r == ctx->owner) ? NGX_AGAIN : NGX_DECLINED;
 
         default:
             /* limited once already, before an internal redirect */
@@ -121,9 +129,54 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     }
 
     ngx_http_redis_ratelimit_decide(r, ctx, outcome);
+
+    return ngx_http_redis_ratelimit_apply(r, ctx);
+}
+
+
+/*
+ * The decision answered; one that passed with a delay waits on a timer, as
+ * limit_req's does: holding nothing but the timer, not cancelable (an old
+ * worker waits for it on reload), a client that closes finalized with 499.
+ */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    if (ctx->wait == 0) {
+        ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
+        return ngx_http_redis_ratelimit_answer(r, ctx);
+    }
+
+    ctx->state = NGX_HTTP_REDIS_RATELIMIT_DELAYED;
+
+    ctx->delay_timer.handler = ngx_http_redis_ratelimit_delay_end;
+    ctx->delay_timer.data = r;
+    ctx->delay_timer.log = r->connection->log;
+
+    ngx_add_timer(&ctx->delay_timer, ctx->wait);
+    ngx_http_redis_ratelimit_park(r);
+
+    return NGX_AGAIN;
+}
+
+
+static void
+ngx_http_redis_ratelimit_delay_end(ngx_event_t *ev)
+{
+    ngx_http_request_t              *r = ev->data;
+    ngx_connection_t                *c;
+    ngx_http_redis_ratelimit_ctx_t  *ctx;
+
+    c = r->connection;
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    /* a delay ends in a pass: the handler declines when run again */
     ctx->state = NGX_HTTP_REDIS_RATELIMIT_APPLIED;
 
-    return ngx_http_redis_ratelimit_answer(r, ctx);
+    ngx_http_redis_ratelimit_post_resume(r);
+    ngx_http_run_posted_requests(c);
 }
 
 
@@ -228,6 +281,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         c->burst = zone->burst;
         c->key = key.data;
         c->key_len = key.len;
+        c->delay = limits[i].delay;
 
         active[nkeys++] = &limits[i];
     }
@@ -365,6 +419,11 @@ ngx_http_redis_ratelimit_ctx_cleanup(void *data)
     if (ctx->call) {
         /* the client went away with the reply in flight */
         rrl_engine_detach(ctx->call);
+    }
+
+    if (ctx->delay_timer.timer_set) {
+        /* the request ended during its delay (the client went away) */
+        ngx_del_timer(&ctx->delay_timer);
     }
 }
 

@@ -61,6 +61,7 @@ typedef struct {
     ngx_http_redis_ratelimit_zone_t  *zone;   /* resolved at merge */
     ngx_http_complex_value_t    *cost_value; /* NULL: constant cost */
     ngx_uint_t                   cost;
+    uint64_t                     delay;       /* RRL_DELAY_NONE: nodelay */
 
     u_char                      *file;
     ngx_uint_t                   line;
@@ -154,6 +155,9 @@ typedef struct {
 
     int64_t                      sent;        /* deny cache clock, us */
     int64_t                      rtt;         /* us, when replied */
+    int64_t                      delay;       /* us, delay=D: the variable */
+    ngx_msec_t                   wait;        /* the delay to apply */
+    ngx_event_t                  delay_timer; /* set while delayed */
 
     unsigned                     show;        /* RRL_SHOW_*: headers */
 

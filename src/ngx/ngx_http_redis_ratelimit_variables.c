@@ -1,7 +1,7 @@
 
 /*
- * The variables: $redis_ratelimit_status, _remaining, _reset, _zone and
- * _rtt, read from the main request's context; their values are the core's.
+ * The variables: $redis_ratelimit_status, _remaining, _reset, _zone, _rtt
+ * and _delay, read from the main request's context; their values are the core's.
  */
 
 
@@ -41,6 +41,10 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
 
     { ngx_string("redis_ratelimit_rtt"), NULL,
       ngx_http_redis_ratelimit_variable, RRL_VAR_RTT,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("redis_ratelimit_delay"), NULL,
+      ngx_http_redis_ratelimit_variable, RRL_VAR_DELAY,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
