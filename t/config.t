@@ -188,6 +188,34 @@ my @bad = (
             . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
             . "        redis_ratelimit zone=c cost=10; # HERE\n    }\n"),
         'cost=10 is more than zone "c" can ever allow (9) in "redis_ratelimit" directive in FILE:LINE'],
+    # delay=D (limit_req's): leaky_bucket only, at most the zone's burst;
+    # the zone defined after the location, checked once it is known
+    ['delay on fixed_window',
+        http_conf("    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=fw delay=1; # HERE\n    }\n"
+            . "    redis_ratelimit_zone \$a zone=fw rate=5r/s algorithm=fixed_window burst=3;\n"),
+        '"delay=1" is only valid with algorithm=leaky_bucket (gcra), zone "fw" uses fixed_window, in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay on the default sliding_window',
+        in_location('redis_ratelimit zone=z delay=0; # HERE'),
+        '"delay=0" is only valid with algorithm=leaky_bucket (gcra), zone "z" uses sliding_window, in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay above the burst',
+        http_conf("    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=lb delay=4; # HERE\n    }\n"
+            . "    redis_ratelimit_zone \$a zone=lb rate=10r/s algorithm=gcra burst=3;\n"),
+        '"delay=4" is more than the burst (3) of zone "lb" in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay with no burst',
+        http_conf("    redis_ratelimit_zone \$a zone=lb rate=10r/s algorithm=leaky_bucket;\n"
+            . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
+            . "        redis_ratelimit zone=lb delay=1; # HERE\n    }\n"),
+        '"delay=1" is more than the burst (0) of zone "lb" in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay twice', in_location('redis_ratelimit zone=z delay=1 delay=1; # HERE'),
+        'duplicate parameter "delay=1" in "redis_ratelimit" directive in FILE:LINE'],
+    ['nodelay twice', in_location('redis_ratelimit zone=z nodelay nodelay; # HERE'),
+        'duplicate parameter "nodelay" in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay and nodelay', in_location('redis_ratelimit zone=z delay=1 nodelay; # HERE'),
+        'conflicting parameter "nodelay" in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay not a number', in_location('redis_ratelimit zone=z delay=-1; # HERE'),
+        'invalid value "delay=-1" in "redis_ratelimit" directive, delay must be a number in FILE:LINE'],
     ['cost over the capacity, leaky_bucket: burst 0 allows 1',
         http_conf("    redis_ratelimit_zone \$a zone=c rate=5r/m algorithm=leaky_bucket;\n"
             . "    server {\n        listen 127.0.0.1:%%PORT%%;\n"
@@ -441,6 +469,21 @@ http {
         location /sw0/ { redis_ratelimit zone=sw0 cost=5; }
         location /var/ { redis_ratelimit zone=lb cost=$arg_cost; }
     }
+}
+EOF2
+    ['delay= on leaky_bucket and gcra up to the burst, nodelay anywhere', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /d0/ { redis_ratelimit zone=lb delay=0; }
+        location /db/ { redis_ratelimit zone=lb delay=5 cost=2; }
+        location /g/ { redis_ratelimit zone=g delay=2; }
+        location /nd/ { redis_ratelimit zone=fw nodelay; redis_ratelimit zone=lb nodelay; }
+    }
+    redis_ratelimit_zone $arg_k zone=lb rate=10r/s algorithm=leaky_bucket burst=5;
+    redis_ratelimit_zone $arg_k zone=g rate=10r/s algorithm=gcra burst=2;
+    redis_ratelimit_zone $arg_k zone=fw rate=10r/s algorithm=fixed_window;
 }
 EOF2
     ['the deny cache off', <<'EOF2'],
