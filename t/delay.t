@@ -52,6 +52,11 @@ http {
         }
         location /slow { redis_ratelimit zone=slow delay=0; try_files /index.html =404; }
         location /fw { redis_ratelimit zone=fw nodelay; try_files /index.html =404; }
+        location /both {
+            redis_ratelimit zone=lb delay=0;
+            redis_ratelimit zone=slow delay=0;
+            try_files /index.html =404;
+        }
         location /local {
             redis_ratelimit zone=lb delay=0;
             redis_ratelimit_fail local;
@@ -174,6 +179,21 @@ sub delay_of { ($_[0]{h}{'x-rl-delay'} // '') =~ /^\[(.*)\]$/ ? $1 : undef }
         'delay=2: 3 PASSED, 3 DELAYED');
 }
 
+# two limits: a request waits for the longer delay (2r/s: 500 ms apart)
+
+{
+    my @r = burst(map { [$n, "/both?key=both&n=$_"] } 0 .. 2);
+    my @done = sort { $a <=> $b } map { $_->{t} } @r;
+    for my $k (1 .. 2) {
+        cmp_ok($done[$k], '>=', $k * 0.5 - 0.005,
+            "two limits: request $k done at " . ms($done[$k]) . ' ms');
+    }
+    cmp_ok($done[2], '<', 1.4, 'two limits: the last before 1400 ms');
+    my @d = sort { $a <=> $b } grep { length } map { delay_of($_) } @r;
+    ok(@d == 2 && $d[1] > 995 && $d[1] <= 1000,
+        "two limits: the longer delay shown (@d)");
+}
+
 # nodelay, and no parameter: today's behaviour, 6 at once, the 7th rejected
 
 for my $loc (qw(nd default)) {
@@ -210,8 +230,8 @@ sub counter {
 }
 
 {
-    # delay=0: 5, on two nginx: 5, delay=2: 3
-    is(counter($n, 'lb', 'delayed') + counter($n2, 'lb', 'delayed'), 13,
+    # delay=0: 5, on two nginx: 5, two limits: 2 (in each zone), delay=2: 3
+    is(counter($n, 'lb', 'delayed') + counter($n2, 'lb', 'delayed'), 15,
         'metrics: delayed counted');
     is(counter($n, 'lb', 'delayed_dry_run'), 5,
         'metrics: delayed_dry_run counted');

@@ -1,7 +1,8 @@
 
 /*
  * The variables: $redis_ratelimit_status, _remaining, _reset, _zone, _rtt
- * and _delay, read from the main request's context; their values are the core's.
+ * and _delay, read from the main request's context; their values are the
+ * core's.
  */
 
 
