@@ -182,13 +182,6 @@ void rrl_deny_shown(const rrl_deny_entry_t* entry,
     limit->burst = entry->shown_burst;
 }
 
-int rrl_call_limits_shown(const rrl_call_limit_t* limits, size_t n) noexcept {
-    for (size_t i = 0; i < n; i++) {
-        if (limits[i].override != RRL_OVERRIDE_UNLIMITED) return 1;
-    }
-    return 0;
-}
-
 size_t rrl_override_message(char* buf, size_t size,
                             const rrl_call_limit_t* limit) noexcept {
     return guarded("rrl_override_message", size_t{0}, [&] {

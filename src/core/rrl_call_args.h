@@ -96,10 +96,6 @@ void rrl_deny_keep_shown(rrl_deny_entry_t *entry,
 void rrl_deny_shown(const rrl_deny_entry_t *entry, rrl_call_limit_t *limit)
     RRL_NOEXCEPT;
 
-/* whether some limit is shown: not every one is unlimited */
-int rrl_call_limits_shown(const rrl_call_limit_t *limits, size_t n)
-    RRL_NOEXCEPT;
-
 /*
  * The log line of limit's invalid override, as snprintf writes it (the key
  * escaped), at most size bytes with the NUL; its length, 0 on error.
