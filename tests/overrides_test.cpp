@@ -17,6 +17,7 @@
 #include "rrl_call.h"
 #include "rrl_call_args.h"
 #include "rrl_decision.h"
+#include "rrl_metrics_count.h"
 #include "rrl_shown.h"
 #include "sha1.hpp"
 
@@ -379,6 +380,19 @@ TEST(OverridesDeny, AnEntryShowsTheLimitItWasLearnedUnder) {
     EXPECT_EQ(next.limit, 0u);
     EXPECT_EQ(next.period_ms, 60000u);
     EXPECT_EQ(next.burst, 0u);
+}
+
+// An override counts when Redis found it: not in a deny cache's answer,
+// and no override none.
+TEST(OverridesMetrics, TheCounterOfAKind) {
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_NONE, 1), -1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_RATE, 1), 0);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_UNLIMITED, 1), 1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_BLOCK, 1), 2);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_INVALID, 1), 3);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_BLOCK, 0), -1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_KINDS, 1), -1);
+    static_assert(RRL_OVERRIDE_KINDS - 1 == RRL_METRICS_OVERRIDE_KINDS);
 }
 
 TEST(OverridesMetrics, KindsOfZonesWithOverridesOnly) {
