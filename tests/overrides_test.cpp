@@ -308,6 +308,28 @@ TEST(OverridesLog, TheInvalidOverridesLine) {
     EXPECT_EQ(rrl_override_message(nullptr, 0, &l), n);
 }
 
+// A rejection logs the zone's rate as written, or the override applied.
+TEST(OverridesLog, TheRateOfARejection) {
+    auto logged = [](std::uint64_t n, std::uint64_t period_ms, int override) {
+        rrl_call_limit_t l =
+            limit("api", RRL_FIXED_WINDOW, n, period_ms, 0, true);
+        l.override = override;
+        char buf[64];
+        size_t len = rrl_logged_rate(buf, sizeof(buf), &l, "5r/m", 4);
+        EXPECT_EQ(rrl_logged_rate(nullptr, 0, &l, "5r/m", 4), len);
+        return std::string(buf, len);
+    };
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_NONE), "5r/m");
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_INVALID), "5r/m");
+    EXPECT_EQ(logged(0, 60000, RRL_OVERRIDE_BLOCK), "block (override)");
+    EXPECT_EQ(logged(2, 10000, RRL_OVERRIDE_RATE), "2r/10s (override)");
+    EXPECT_EQ(logged(2, 1000, RRL_OVERRIDE_RATE), "2r/s (override)");
+    EXPECT_EQ(logged(7, 3600000, RRL_OVERRIDE_RATE), "7r/h (override)");
+    EXPECT_EQ(logged(7, 90500, RRL_OVERRIDE_RATE), "7r/1m30s500ms (override)");
+    EXPECT_EQ(logged(7, 1, RRL_OVERRIDE_RATE), "7r/1ms (override)");
+    EXPECT_EQ(logged(7, 2 * 86400000, RRL_OVERRIDE_RATE), "7r/2d (override)");
+}
+
 // [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
 rrl_call_t* make_call(const std::vector<std::string>& keys,
                       const std::vector<std::string>& algorithms,
