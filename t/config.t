@@ -74,6 +74,10 @@ my @bad = (
         'invalid rate "rate=5r/30m1h" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['negative burst', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s burst=-1; # HERE\n"),
         'invalid burst value "burst=-1" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['overrides neither on nor off', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=x; # HERE\n"),
+        'invalid value "overrides=x" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
+    ['overrides in capitals', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=On; # HERE\n"),
+        'invalid value "overrides=On" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
     ['unknown zone parameter', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s foo=1; # HERE\n"),
         'invalid parameter "foo=1" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['zone in a server', http_conf("    server {\n        redis_ratelimit_zone \$a zone=z rate=1r/s; # HERE\n    }\n"),
@@ -484,6 +488,13 @@ http {
     redis_ratelimit_zone $arg_k zone=lb rate=10r/s algorithm=leaky_bucket burst=5;
     redis_ratelimit_zone $arg_k zone=g rate=10r/s algorithm=gcra burst=2;
     redis_ratelimit_zone $arg_k zone=fw rate=10r/s algorithm=fixed_window;
+}
+EOF2
+    ['overrides on and off', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    redis_ratelimit_zone $arg_k zone=on rate=5r/m overrides=on;
+    redis_ratelimit_zone $arg_k zone=off rate=5r/m algorithm=token_bucket overrides=off burst=2;
 }
 EOF2
     ['the deny cache off', <<'EOF2'],

@@ -27,7 +27,9 @@ rrl_call_limit_t limit(const char* zone, int algorithm, uint64_t n,
             cost,
             reinterpret_cast<const unsigned char*>(key),
             std::strlen(key),
-            RRL_DELAY_NONE};
+            RRL_DELAY_NONE,
+            0,
+            RRL_OVERRIDE_NONE};
 }
 
 std::vector<std::string> build(const std::vector<rrl_call_limit_t>& limits) {
