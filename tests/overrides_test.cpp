@@ -39,6 +39,7 @@ rrl_call_limit_t limit(const char* zone, int algorithm, std::uint64_t n,
             1,
             reinterpret_cast<const unsigned char*>(key),
             std::strlen(key),
+            RRL_DELAY_NONE,
             overrides ? 1 : 0,
             RRL_OVERRIDE_NONE};
 }
