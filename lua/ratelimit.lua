@@ -6,9 +6,19 @@
 --   KEYS[i]: the state of limit i.
 --   ARGV[1]: "" or the time in microseconds;
 --   ARGV[2 + 5(i-1) ..]: algorithm, limit, period (ms), burst (as the
---     algorithm uses it: see rrl_burst()), cost.
+--     algorithm uses it: see rrl_burst()), cost. The algorithm's name ends
+--     in "+overrides" for a zone with overrides=on.
 --   Reply: passed, now (us), then per limit:
---     passed, remaining, reset after (us), retry after (us).
+--     passed, remaining, reset after (us), retry after (us);
+--     and for a limit whose zone has overrides=on, 4 more: the override's
+--     kind (0 none, 1 rate, 2 unlimited, 3 block, 4 invalid), then the
+--     limit, period (ms) and burst applied (block: 0, the zone's period, 0).
+--
+-- Overrides: the key's hash tag + ":limit" ("rrl:{ZONE:KEY}:limit", the
+-- state's slot) may hold "Nr/PERIOD [burst=B]" (this key's own limit, in
+-- the zone's algorithm), "unlimited" (passes, counts nothing) or "block"
+-- (rejected, counts nothing; retry after the key's TTL, else the zone's
+-- period). Any other value is invalid: the zone's own limit applies.
 --
 -- Release: gives back what a passed check (a reservation) took, as far as
 -- it still counts. With Redis Cluster a request's limits live in several
@@ -56,6 +66,107 @@ local bad_arguments = 'ERR redis_ratelimit: bad arguments'
 local function whole(v, min)
   if v and v >= min and v <= 9007199254740992 and v % 1 == 0 then return v end
 end
+local suffix = '+overrides'
+
+-- the algorithm named, and its name when the zone has overrides=on (the
+-- name ends in the suffix): looked at only when the name is not found
+local function algorithm_of(name)
+  local a = algorithms[name]
+  if a or type(name) ~= 'string' or #name <= #suffix
+    or name:sub(-#suffix) ~= suffix then
+    return a, false
+  end
+  local base = name:sub(1, -#suffix - 1)
+  return algorithms[base], base
+end
+
+local units = { ms = 1, s = 1000, m = 60000, h = 3600000, d = 86400000,
+  w = 604800000 }
+local max_number = 9007199254740992
+local max_state_ms = 100 * 365 * 86400 * 1000
+
+-- the PERIOD of a rate as the zone's rate= has it ("s", "10s", "1m30s",
+-- "10": seconds), in ms, or nil
+local function period_ms(text)
+  if text ~= 'ms' and units[text] then return units[text] end
+  local total, previous, i = 0, math.huge, 1
+  if text == '' then return nil end
+  while i <= #text do
+    local digits, unit, next_i = text:match('^(%d+)(%a*)()', i)
+    if not digits then return nil end
+    local scale = unit == '' and 1000 or units[unit]
+    -- each unit smaller than the one before, as the zone's
+    if not scale or scale >= previous then return nil end
+    previous = scale
+    total = total + tonumber(digits) * scale
+    if total > max_number then return nil end
+    i = next_i
+  end
+  return total
+end
+
+-- an override's value for algorithm name: { kind, limit, period (ms),
+-- burst }; kind 4 (invalid) when it is none of the forms or out of bounds
+local invalid = { kind = 4 }
+local function read_override(value, name)
+  local v = value:match('^%s*(.-)%s*$')
+  if v == 'unlimited' then return { kind = 2 } end
+  if v == 'block' then return { kind = 3 } end
+  local n, period, rest = v:match('^(%d+)r/(%w+)(.*)$')
+  if not n then return invalid end
+  n, period = tonumber(n), period_ms(period)
+  local burst
+  if rest ~= '' then
+    burst = rest:match('^%s+burst=(%d+)$')
+    if not burst then return invalid end
+    burst = tonumber(burst)
+  elseif name == 'token_bucket' then
+    burst = n
+  else
+    burst = 0
+  end
+  if not period or period < 1 or n < 1 or n > max_number or burst > max_number then
+    return invalid
+  end
+  local capacity, lifetime = n + burst, period
+  if name == 'token_bucket' then capacity = burst end
+  if name == 'leaky_bucket' then capacity = burst + 1 end
+  if name == 'sliding_window' then lifetime = 2 * period end
+  if name == 'token_bucket' or name == 'leaky_bucket' then
+    lifetime = math.max(period, capacity * period / n)
+  end
+  if capacity < 1 or lifetime > max_state_ms
+    or (name == 'sliding_log' and capacity > 10000) then
+    return invalid
+  end
+  return { kind = 1, limit = n, period = period, burst = burst }
+end
+
+-- a call reads the same values often (a batch): each parsed once
+local read = {}
+
+-- The override of limit l (its zone's overrides=on) applied to l: its
+-- kind. A rate replaces l's limit, period and burst; a block keeps its
+-- key in l.block_key.
+local function override(l)
+  local key = l.key:match('^(.*})') .. ':limit'
+  local value = redis.pcall('GET', key)
+  if not value then return 0 end
+  if type(value) ~= 'string' then return 4 end -- a key of another type
+  local cached = l.overrides .. ' ' .. value
+  local o = read[cached]
+  if not o then
+    o = read_override(value, l.overrides)
+    read[cached] = o
+  end
+  if o.kind == 1 then
+    l.limit, l.period, l.burst = o.limit, o.period * 1000, o.burst
+  elseif o.kind == 3 then
+    l.block_key = key
+  end
+  return o.kind
+end
+
 local form = ARGV[1]
 local release, batch = form == 'release', form == 'batch'
 
@@ -64,9 +175,11 @@ local release, batch = form == 'release', form == 'batch'
 local function parse(k, a, n)
   local limits = {}
   for i = 1, n do
+    local algorithm, overrides = algorithm_of(ARGV[a + 1])
     local l = {
       key = KEYS[k + i - 1],
-      algorithm = algorithms[ARGV[a + 1]],
+      algorithm = algorithm,
+      overrides = overrides,
       limit = whole(tonumber(ARGV[a + 2]), 1),
       period = whole(tonumber(ARGV[a + 3]), 1),
       burst = whole(tonumber(ARGV[a + 4]), 0),
@@ -92,20 +205,51 @@ local function time(arg)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- the check of a limit whose zone has overrides=on: the algorithm's
+-- check's four values, and the override's kind
+local function check_override(l, now)
+  local kind = override(l)
+  l.kind = kind
+  if kind == 2 then return 1, 0, 0, 0, kind end
+  if kind == 3 then
+    local wait = l.period
+    local ttl = redis.call('PTTL', l.block_key)
+    if ttl > 0 then wait = math.min(ttl * 1000, max_state_ms * 1000) end
+    return 0, 0, wait, wait, kind
+  end
+  local ok, remaining, reset, retry = l.algorithm.check(l, now)
+  return ok, remaining, reset, retry, kind
+end
+
 -- a request's check: appends its reply to `reply`
 local function check(limits, now, reply)
   local at = #reply + 1
   local passed = 1
   reply[at], reply[at + 1] = 0, now
+  local e = at + 2
   for i = 1, #limits do
-    local ok, remaining, reset, retry = limits[i].algorithm.check(limits[i], now)
+    local l = limits[i]
+    local ok, remaining, reset, retry, kind
+    if l.overrides then
+      ok, remaining, reset, retry, kind = check_override(l, now)
+    else
+      ok, remaining, reset, retry = l.algorithm.check(l, now)
+    end
     if ok == 0 then passed = 0 end
-    local e = at + 4 * i - 2
     reply[e], reply[e + 1], reply[e + 2], reply[e + 3] = ok, remaining, reset, retry
+    e = e + 4
+    if l.overrides then
+      local limit, burst = l.limit, l.burst
+      if kind == 3 then limit, burst = 0, 0 end
+      reply[e], reply[e + 1], reply[e + 2], reply[e + 3] =
+        kind, limit, l.period / 1000, burst
+      e = e + 4
+    end
   end
   if passed == 1 then
     for i = 1, #limits do
-      limits[i].algorithm.commit(limits[i], now)
+      local l = limits[i]
+      if l.kind ~= 2 then l.algorithm.commit(l, now) end
     end
   end
   reply[at] = passed
@@ -120,8 +264,10 @@ if batch then
   end
   local zones, a = {}, 4
   for z = 1, nzones do
+    local algorithm, overrides = algorithm_of(ARGV[a])
     local zone = {
-      algorithm = algorithms[ARGV[a]],
+      algorithm = algorithm,
+      overrides = overrides,
       limit = whole(tonumber(ARGV[a + 1]), 1),
       period = whole(tonumber(ARGV[a + 2]), 1),
       burst = whole(tonumber(ARGV[a + 3]), 0),
@@ -163,6 +309,7 @@ if batch then
       limits[i] = {
         key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
         period = zone.period, burst = zone.burst, cost = cost,
+        overrides = zone.overrides, kind = false, block_key = false,
         -- the algorithms' own fields: setting them never grows the table
         window = false, count = false, ttl = false, current = false,
         prev = false, keep_ttl = false,
@@ -184,7 +331,11 @@ if batch then
       -- Redis failed a command of this request (a key of another type,
       -- out of memory): the requests before it were written, so the batch
       -- goes on; this one alone gets a reply no decoder takes, passed -1
-      for i = at + 1, at + 2 + 4 * #requests[r] do reply[i] = -1 end
+      local width = 2
+      for _, l in ipairs(requests[r]) do
+        width = width + (l.overrides and 8 or 4)
+      end
+      for i = at + 1, at + width do reply[i] = -1 end
       reply[at + 2] = now
     end
   end
@@ -215,7 +366,11 @@ if not limits then return err end
 if release then
   local changed = 0
   for i = 1, #limits do
-    if limits[i].algorithm.release(limits[i], reserved_at, now) then
+    local l = limits[i]
+    -- an unlimited or blocked key's reservation took nothing
+    local kind = l.overrides and override(l) or 0
+    if kind ~= 2 and kind ~= 3
+      and l.algorithm.release(l, reserved_at, now) then
       changed = changed + 1
     end
   end

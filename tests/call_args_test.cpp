@@ -26,7 +26,9 @@ rrl_call_limit_t limit(const char* zone, int algorithm, uint64_t n,
             burst,
             cost,
             reinterpret_cast<const unsigned char*>(key),
-            std::strlen(key)};
+            std::strlen(key),
+            0,
+            RRL_OVERRIDE_NONE};
 }
 
 std::vector<std::string> build(const std::vector<rrl_call_limit_t>& limits) {

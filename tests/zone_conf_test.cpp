@@ -88,6 +88,23 @@ TEST(ZoneConf, WordErrors) {
               "directive");
 }
 
+TEST(ZoneConf, Overrides) {
+    rrl::ZoneConf conf;
+    EXPECT_EQ(parse({"zone=z", "rate=1r/s"}, conf), "");
+    EXPECT_FALSE(conf.overrides);
+    EXPECT_EQ(parse({"overrides=on"}, conf), "");
+    EXPECT_TRUE(conf.overrides);
+    EXPECT_EQ(parse({"overrides=off"}, conf), "");
+    EXPECT_FALSE(conf.overrides);
+    for (std::string_view bad :
+         {"overrides=x", "overrides=", "overrides=ON", "overrides=1"}) {
+        EXPECT_EQ(error_of({"zone=z", "rate=1r/s", bad}),
+                  "invalid value \"" + std::string(bad) +
+                      "\" in \"redis_ratelimit_zone\" directive, it must be "
+                      "\"on\" or \"off\"");
+    }
+}
+
 TEST(ZoneConf, Bounds) {
     EXPECT_EQ(error_of({"rate=1r/s"}),
               "\"redis_ratelimit_zone\" must have \"zone\" parameter");
@@ -128,7 +145,10 @@ TEST(ZoneConfCApi, Parses) {
     EXPECT_EQ(c_word(&conf, "rate=100r/m"), RRL_OK);
     EXPECT_EQ(c_word(&conf, "algorithm=sliding_log"), RRL_OK);
     EXPECT_EQ(c_word(&conf, "burst=20"), RRL_OK);
+    EXPECT_EQ(z.overrides, 0);
+    EXPECT_EQ(c_word(&conf, "overrides=on"), RRL_OK);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(z.overrides, 1);
     EXPECT_EQ(std::string(z.name.data, z.name.len), "user");
     EXPECT_EQ(std::string(z.rate.data, z.rate.len), "100r/m");
     EXPECT_EQ(z.algorithm, RRL_SLIDING_LOG);

@@ -5,9 +5,23 @@
 
 #include "resp.hpp"
 #include "rrl.h"
+#include "rrl_call_args.h"
 #include "slot.hpp"
 
 namespace rrl {
+
+namespace {
+
+// a limit's integers in the script's reply: its zone's overrides add some
+std::size_t reply_width(std::string_view algorithm) {
+    std::string_view suffix = RRL_OVERRIDES_SUFFIX;
+    bool overrides =
+        algorithm.size() > suffix.size() &&
+        algorithm.substr(algorithm.size() - suffix.size()) == suffix;
+    return RRL_REPLY_PER_LIMIT + (overrides ? RRL_REPLY_OVERRIDE : 0);
+}
+
+}  // namespace
 
 Call::Call(const std::vector<std::string_view>& argv,
            std::vector<const void*> zones, bool cluster) {
@@ -27,6 +41,7 @@ Call::Call(const std::vector<std::string_view>& argv,
             l.args[k] = argv[4 + n + RRL_ARGS_PER_LIMIT * j + k];
         }
         l.zone = zones[j];
+        l.width = reply_width(l.args[0]);
         limits_.push_back(std::move(l));
     }
 
@@ -42,9 +57,16 @@ Call::Call(const std::vector<std::string_view>& argv,
     }
 
     for (Part& p : parts_) {
-        p.values.resize(RRL_REPLY_HEADER +
-                        RRL_REPLY_PER_LIMIT * p.index.size());
+        std::size_t n = RRL_REPLY_HEADER;
+        for (std::size_t i : p.index) n += limits_[i].width;
+        p.values.resize(n);
     }
+}
+
+std::size_t Call::offset(std::size_t i) const {
+    std::size_t at = RRL_REPLY_HEADER;
+    for (std::size_t k = 0; k < i; k++) at += limits_[k].width;
+    return at;
 }
 
 const Call::Part& Call::at(std::size_t part) const {
@@ -88,7 +110,7 @@ std::int64_t* Call::reply(std::size_t part) {
 }
 
 std::size_t Call::merge(std::int64_t* out, std::size_t cap) const {
-    std::size_t n = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * limits_.size();
+    std::size_t n = offset(limits_.size());
 
     if (cap < n) throw std::length_error("no room for the merged reply");
 
@@ -107,11 +129,11 @@ std::size_t Call::merge(std::int64_t* out, std::size_t cap) const {
     for (const Part& p : parts_) {
         if (p.values[0] != 1) out[0] = 0;
 
-        for (std::size_t j = 0; j < p.index.size(); j++) {
-            std::copy_n(
-                &p.values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * j],
-                RRL_REPLY_PER_LIMIT,
-                &out[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * p.index[j]]);
+        std::size_t at = RRL_REPLY_HEADER;
+        for (std::size_t i : p.index) {
+            std::size_t width = limits_[i].width;
+            std::copy_n(&p.values[at], width, &out[offset(i)]);
+            at += width;
         }
     }
 

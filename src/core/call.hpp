@@ -105,6 +105,7 @@ class Call {
         std::string key;
         std::string args[5];  // algorithm limit period burst cost
         const void* zone;
+        std::size_t width;  // of its reply: more with overrides
     };
     struct Part {
         unsigned slot = 0;
@@ -121,6 +122,8 @@ class Call {
     const Part& at(std::size_t part) const;
     Part& at(std::size_t part);
     const Limit& limit(std::size_t part, std::size_t j) const;
+    // where limit i's reply starts in the whole request's
+    std::size_t offset(std::size_t i) const;
 
     std::string sha_;
     std::string time_;

@@ -4,6 +4,7 @@
 
 #include "key.hpp"
 #include "rrl.h"
+#include "rrl_call_args.h"
 
 namespace rrl {
 
@@ -20,7 +21,8 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
 
     for (std::size_t i = 0; i < n; i++) {
         size += key_max_len(limits[i].zone.size()) +
-                limits[i].algorithm->name.size() + 4 * number_max;
+                limits[i].algorithm->name.size() +
+                std::string_view(RRL_OVERRIDES_SUFFIX).size() + 4 * number_max;
     }
 
     return size;
@@ -50,7 +52,11 @@ std::vector<std::string_view> call_args(std::string_view sha1,
 
     for (std::size_t i = 0; i < n; i++) {
         const CallLimit& l = limits[i];
-        push(l.algorithm->name);
+        if (l.overrides) {
+            push(std::string(l.algorithm->name) + RRL_OVERRIDES_SUFFIX);
+        } else {
+            push(l.algorithm->name);
+        }
         push(std::to_string(l.limit));
         push(std::to_string(l.period_ms));
         push(std::to_string(l.burst));
@@ -65,6 +71,72 @@ std::vector<std::string_view> call_args(std::string_view sha1,
         start = end;
     }
     return args;
+}
+
+std::size_t reply_values(const CallLimit* limits, std::size_t n) {
+    std::size_t values = RRL_REPLY_HEADER;
+    for (std::size_t i = 0; i < n; i++) {
+        values += RRL_REPLY_PER_LIMIT +
+                  (limits[i].overrides ? RRL_REPLY_OVERRIDE : 0);
+    }
+    return values;
+}
+
+std::optional<Override> read_override(const Algorithm& algorithm,
+                                      const rrl_limit_result_t& result,
+                                      const std::int64_t* values) {
+    constexpr std::int64_t max_number = std::int64_t{1} << 53;
+    for (std::size_t i = 1; i < RRL_REPLY_OVERRIDE; i++) {
+        if (values[i] < 0 || values[i] > max_number) return std::nullopt;
+    }
+
+    Override o{static_cast<int>(values[0]),
+               static_cast<std::uint64_t>(values[1]),
+               static_cast<std::uint64_t>(values[2]),
+               static_cast<std::uint64_t>(values[3])};
+
+    switch (values[0]) {
+        case RRL_OVERRIDE_NONE:
+        case RRL_OVERRIDE_INVALID:
+            return o;
+        case RRL_OVERRIDE_UNLIMITED:
+            if (!result.passed) return std::nullopt;
+            return o;
+        case RRL_OVERRIDE_BLOCK:
+            if (result.passed || o.limit != 0 || o.burst != 0 ||
+                o.period_ms == 0) {
+                return std::nullopt;
+            }
+            return o;
+        case RRL_OVERRIDE_RATE: {
+            std::uint64_t c = capacity(algorithm, o.limit, o.burst);
+            if (o.limit == 0 || o.period_ms == 0 || c == 0 ||
+                c > max_capacity(algorithm) ||
+                state_lifetime_ms(algorithm, o.limit, o.period_ms, o.burst) >
+                    RRL_MAX_STATE_MS) {
+                return std::nullopt;
+            }
+            return o;
+        }
+        default:
+            return std::nullopt;
+    }
+}
+
+std::string override_key(const CallLimit& limit) {
+    std::string key = build_key(limit.zone, *limit.algorithm, limit.key);
+    // "rrl:{ZONE:KEY}:TAG": the zone name has no brace, a hashed key none
+    // either, a client's key may: its tag ends at the last '}', as the
+    // script's
+    key.resize(key.rfind('}') + 1);
+    return key + ":limit";
+}
+
+std::string override_message(const CallLimit& limit) {
+    return "redis_ratelimit: invalid override of zone \"" +
+           std::string(limit.zone) + "\", key \"" +
+           printable(limit.key, 256) + "\" in \"" +
+           printable(override_key(limit), 512) + "\", the zone's rate applies";
 }
 
 std::size_t over_capacity(const CallLimit* limits,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,8 @@ struct CallLimit {
     std::uint64_t period_ms;
     std::uint64_t burst;  // as the algorithm uses it
     std::uint64_t cost;
-    std::string_view key;  // the client's, as evaluated
+    std::string_view key;    // the client's, as evaluated
+    bool overrides = false;  // its zone has overrides=on
 };
 
 // The most bytes call_args() writes for these limits.
@@ -33,6 +35,28 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n);
 std::vector<std::string_view> call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);
+
+// The integers of the script's reply to a check of these limits.
+std::size_t reply_values(const CallLimit* limits, std::size_t n);
+
+// An override as the script applied it (RRL_REPLY_OVERRIDE integers after
+// a limit's 4): nullopt when it is not one the script can have sent for
+// that result.
+struct Override {
+    int kind;  // RRL_OVERRIDE_*
+    std::uint64_t limit;
+    std::uint64_t period_ms;
+    std::uint64_t burst;
+};
+std::optional<Override> read_override(const Algorithm& algorithm,
+                                      const rrl_limit_result_t& result,
+                                      const std::int64_t* values);
+
+// The Redis key of limit's override: its state's hash tag + ":limit".
+std::string override_key(const CallLimit& limit);
+
+// The log line of limit's invalid override.
+std::string override_message(const CallLimit& limit);
 
 // The first limit whose result has more remaining than its zone can ever
 // hold (a reply not the script's), or n when there is none.

@@ -1,4 +1,5 @@
 // The C API of call_args.hpp.
+#include <algorithm>
 #include <cstring>
 
 #include "call_args.hpp"
@@ -24,7 +25,8 @@ bool to_limits(const rrl_call_limit_t* in, size_t n,
              in[i].period_ms,
              in[i].burst,
              in[i].cost,
-             {reinterpret_cast<const char*>(in[i].key), in[i].key_len}});
+             {reinterpret_cast<const char*>(in[i].key), in[i].key_len},
+             in[i].overrides != 0});
     }
     return true;
 }
@@ -60,24 +62,128 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
     });
 }
 
+size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
+    return guarded("rrl_reply_values", size_t{0}, [&] {
+        std::vector<rrl::CallLimit> l;
+        return to_limits(limits, n, l) ? rrl::reply_values(l.data(), n)
+                                       : size_t{0};
+    });
+}
+
+namespace {
+
+// The reply's overrides into overrides (the limits applied: a rate's or a
+// block's, else the zone's), and the reply without them into compact, as
+// wide as one without overrides; false when one is not the script's.
+bool read_overrides(const int64_t* values, const std::vector<rrl::CallLimit>& l,
+                    std::vector<int64_t>& compact,
+                    std::vector<rrl::Override>& overrides) {
+    compact.assign(values, values + RRL_REPLY_HEADER);
+    const int64_t* v = values + RRL_REPLY_HEADER;
+
+    for (const rrl::CallLimit& limit : l) {
+        compact.insert(compact.end(), v, v + RRL_REPLY_PER_LIMIT);
+        rrl::Override o{RRL_OVERRIDE_NONE, limit.limit, limit.period_ms,
+                        limit.burst};
+        if (limit.overrides) {
+            rrl_limit_result_t r{static_cast<int>(v[0]), v[1], v[2], v[3]};
+            auto read = rrl::read_override(*limit.algorithm, r,
+                                           v + RRL_REPLY_PER_LIMIT);
+            if (!read) return false;
+            if (read->kind == RRL_OVERRIDE_RATE ||
+                read->kind == RRL_OVERRIDE_BLOCK) {
+                o = *read;
+            }
+            o.kind = read->kind;
+            v += RRL_REPLY_OVERRIDE;
+        }
+        overrides.push_back(o);
+        v += RRL_REPLY_PER_LIMIT;
+    }
+    return true;
+}
+
+}  // namespace
+
 int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
-                          const rrl_call_limit_t* limits, size_t n,
+                          rrl_call_limit_t* limits, size_t n,
                           rrl_limit_result_t* results,
                           rrl_decision_t* decision) noexcept {
     return guarded("rrl_call_reply_decode", RRL_ERROR, [&] {
         std::vector<rrl::CallLimit> l;
-        if (!to_limits(limits, n, l) ||
-            rrl_reply_decode(values, nvalues, n, results, decision) != RRL_OK) {
+        if (!to_limits(limits, n, l)) return RRL_ERROR;
+
+        // the script's reply to limits with overrides (not a failed
+        // request's, -1); the deny cache and the local zone write 4 a limit
+        std::vector<int64_t> compact;
+        std::vector<rrl::Override> overrides;
+        std::vector<bool> hidden(n, false);
+
+        if (nvalues == rrl::reply_values(l.data(), n) &&
+            nvalues != RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n &&
+            values[0] != -1) {
+            if (!read_overrides(values, l, compact, overrides)) {
+                rrl::log(rrl::LogLevel::error,
+                         "unexpected script reply: a bad override");
+                return RRL_ERROR;
+            }
+            values = compact.data();
+            nvalues = compact.size();
+            for (size_t i = 0; i < n; i++) {
+                l[i].limit = overrides[i].limit;
+                l[i].period_ms = overrides[i].period_ms;
+                l[i].burst = overrides[i].burst;
+                hidden[i] = overrides[i].kind == RRL_OVERRIDE_UNLIMITED;
+            }
+        }
+
+        std::string error;
+        auto d = rrl::decode_reply(values, nvalues, n, &error, hidden);
+        if (!d) {
+            rrl::log(rrl::LogLevel::error, "unexpected script reply: " + error);
             return RRL_ERROR;
         }
 
-        size_t i = rrl::over_capacity(l.data(), results, n);
-        if (i == n) return RRL_OK;
+        size_t i = rrl::over_capacity(l.data(), d->limits.data(), n);
+        if (i != n) {
+            rrl::log(rrl::LogLevel::error,
+                     "unexpected script reply: remaining " +
+                         std::to_string(d->limits[i].remaining) +
+                         " of zone \"" + std::string(l[i].zone) + "\"");
+            return RRL_ERROR;
+        }
 
-        rrl::log(rrl::LogLevel::error,
-                 "unexpected script reply: remaining " +
-                     std::to_string(results[i].remaining) + " of zone \"" +
-                     std::string(l[i].zone) + "\"");
-        return RRL_ERROR;
+        std::memcpy(results, d->limits.data(), n * sizeof(rrl_limit_result_t));
+        *decision = d->decision;
+
+        for (size_t k = 0; k < overrides.size(); k++) {
+            limits[k].override = overrides[k].kind;
+            limits[k].limit = overrides[k].limit;
+            limits[k].period_ms = overrides[k].period_ms;
+            limits[k].burst = overrides[k].burst;
+        }
+        return RRL_OK;
+    });
+}
+
+int rrl_call_limits_shown(const rrl_call_limit_t* limits, size_t n) noexcept {
+    for (size_t i = 0; i < n; i++) {
+        if (limits[i].override != RRL_OVERRIDE_UNLIMITED) return 1;
+    }
+    return 0;
+}
+
+size_t rrl_override_message(char* buf, size_t size,
+                            const rrl_call_limit_t* limit) noexcept {
+    return guarded("rrl_override_message", size_t{0}, [&] {
+        std::vector<rrl::CallLimit> l;
+        if (!to_limits(limit, 1, l)) return size_t{0};
+        std::string m = rrl::override_message(l[0]);
+        if (buf != nullptr && size > 0) {
+            size_t k = std::min(m.size(), size - 1);
+            std::memcpy(buf, m.data(), k);
+            buf[k] = '\0';
+        }
+        return m.size();
     });
 }

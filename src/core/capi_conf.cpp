@@ -92,13 +92,14 @@ void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
 }
 
 rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
-    return {view(c.name), view(c.rate), c.algorithm, c.limit,
-            c.period_ms,  c.burst,      c.capacity};
+    return {view(c.name), view(c.rate), c.algorithm,
+            c.limit,      c.period_ms,  c.burst,
+            c.capacity,   c.overrides != 0};
 }
 
 void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
     *c = {str(z.name), str(z.rate), z.algorithm, z.limit,
-          z.period_ms, z.burst,     z.capacity};
+          z.period_ms, z.burst,     z.capacity,  z.overrides ? 1 : 0};
 }
 
 rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {

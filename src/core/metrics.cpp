@@ -26,6 +26,10 @@ constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
     "timeout",     "connection", "noscript",     "moved",     "ask",
     "error_reply", "bad_reply",  "circuit_open", "max_parked", "tls_handshake"};
 
+// an override's kind, by RRL_OVERRIDE_* - 1
+constexpr std::array<const char*, RRL_METRICS_OVERRIDE_KINDS> kOverrideKinds =
+    {"rate", "unlimited", "block", "invalid"};
+
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {
     "closed", "half_open", "open"};
 
@@ -96,6 +100,30 @@ std::string metrics_format(const rrl_metrics_t& m) {
             out += kStatuses[s];
             out += "\"}";
             value(out, m.zones[z].requests[s]);
+        }
+    }
+
+    // only for zones with overrides=on: without, the text is as before
+    bool overrides = false;
+    for (std::size_t z = 0; z < m.nzones; z++) {
+        overrides = overrides || m.zones[z].overrides;
+    }
+    if (overrides) {
+        header(out, "redis_ratelimit_overrides_total", "counter",
+               "Requests whose limit in the zone was an override from "
+               "Redis, by kind.");
+    }
+    for (std::size_t z = 0; z < m.nzones; z++) {
+        if (!m.zones[z].overrides) continue;
+        std::string zone = escape_label_value(
+            std::string_view(m.zones[z].name, m.zones[z].len));
+        for (std::size_t k = 0; k < RRL_METRICS_OVERRIDE_KINDS; k++) {
+            out += "redis_ratelimit_overrides_total{zone=\"";
+            out += zone;
+            out += "\",kind=\"";
+            out += kOverrideKinds[k];
+            out += "\"}";
+            value(out, m.zones[z].override_kinds[k]);
         }
     }
 

@@ -23,11 +23,12 @@ bool is_duration(std::int64_t v) { return v >= 0 && v <= max_duration_us; }
 // that decided (all of them on a pass, the rejecting ones on a reject);
 // on a tie, the one that takes longest to recover.
 std::size_t reported_limit(const std::vector<rrl_limit_result_t>& limits,
-                           bool passed) {
+                           bool passed, const std::vector<bool>& hidden) {
     std::size_t best = limits.size();
     for (std::size_t i = 0; i < limits.size(); i++) {
         const rrl_limit_result_t& l = limits[i];
         if (!passed && l.passed) continue;
+        if (i < hidden.size() && hidden[i]) continue;
         if (best == limits.size()) {
             best = i;
             continue;
@@ -40,7 +41,7 @@ std::size_t reported_limit(const std::vector<rrl_limit_result_t>& limits,
             best = i;
         }
     }
-    return best;
+    return best == limits.size() ? 0 : best;
 }
 
 }  // namespace
@@ -61,7 +62,8 @@ bool is_noscript(std::string_view error_reply) {
 }
 
 std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
-                                    std::size_t nlimits, std::string* error) {
+                                    std::size_t nlimits, std::string* error,
+                                    const std::vector<bool>& hidden) {
     auto fail = [error](std::string why) -> std::optional<Decoded> {
         if (error != nullptr) *error = std::move(why);
         return std::nullopt;
@@ -105,7 +107,7 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
     rrl_decision_t& decision = d.decision;
     decision.passed = static_cast<int>(passed);
     decision.now_us = now_us;
-    decision.reported = reported_limit(d.limits, all_passed);
+    decision.reported = reported_limit(d.limits, all_passed, hidden);
 
     const rrl_limit_result_t& shown = d.limits[decision.reported];
     decision.remaining = shown.remaining;

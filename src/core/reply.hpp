@@ -21,9 +21,11 @@ struct Decoded {
 };
 
 // Returns nullopt (and says why in *error) when the reply is not one the
-// script can have sent for nlimits limits.
+// script can have sent for nlimits limits. A limit marked in hidden (an
+// unlimited override) is never the reported one unless all are.
 std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
-                                    std::size_t nlimits, std::string* error);
+                                    std::size_t nlimits, std::string* error,
+                                    const std::vector<bool>& hidden = {});
 
 // Whole seconds, rounded up: a client that waits that long is not early.
 std::int64_t seconds_up(std::int64_t us);

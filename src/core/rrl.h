@@ -409,10 +409,15 @@ void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
 #define RRL_METRICS_CIRCUIT_OPEN       2
 #define RRL_METRICS_CIRCUIT_STATES     3
 
+/* redis_ratelimit_overrides_total's kinds: rate, unlimited, block, invalid */
+#define RRL_METRICS_OVERRIDE_KINDS  4
+
 typedef struct {
     const char  *name;
     size_t       len;
     uint64_t     requests[RRL_METRICS_STATUSES];
+    int          overrides;    /* overrides=on: the zone's kinds are shown */
+    uint64_t     override_kinds[RRL_METRICS_OVERRIDE_KINDS];
 } rrl_metrics_zone_t;
 
 typedef struct {

@@ -14,7 +14,8 @@ extern "C" {
 
 /*
  * EVALSHA <sha1> <n> <key 1..n> "" then, per limit i: <algorithm> <N>
- * <period ms> <burst> <cost>
+ * <period ms> <burst> <cost>; the algorithm is named with the suffix
+ * RRL_OVERRIDES_SUFFIX when its zone has overrides=on
  */
 #define RRL_CALL_ARGC(n)      (4 + (1 + RRL_ARGS_PER_LIMIT) * (n))
 #define RRL_CALL_KEY(i)       (3 + (i))
@@ -25,6 +26,21 @@ extern "C" {
 #define RRL_CALL_PERIOD     2
 #define RRL_CALL_BURST      3
 #define RRL_CALL_COST       4
+
+/*
+ * overrides=on: the algorithm's name in the call ends with this, and the
+ * limit's reply has RRL_REPLY_OVERRIDE more integers: the override's kind,
+ * then the limit, period (ms) and burst applied
+ */
+#define RRL_OVERRIDES_SUFFIX  "+overrides"
+#define RRL_REPLY_OVERRIDE    4
+
+#define RRL_OVERRIDE_NONE       0   /* no override key */
+#define RRL_OVERRIDE_RATE       1   /* "Nr/PERIOD [burst=B]" */
+#define RRL_OVERRIDE_UNLIMITED  2
+#define RRL_OVERRIDE_BLOCK      3
+#define RRL_OVERRIDE_INVALID    4   /* not applied: the zone's rate */
+#define RRL_OVERRIDE_KINDS      5
 
 /* one limit of the request whose key is not empty */
 typedef struct {
@@ -37,7 +53,13 @@ typedef struct {
     uint64_t              cost;
     const unsigned char  *key;         /* the client's, as evaluated */
     size_t                key_len;
+    int                   overrides;   /* its zone has overrides=on */
+    int                   override;    /* RRL_OVERRIDE_*, once decoded */
 } rrl_call_limit_t;
+
+/* the integers of the script's reply to a check of these limits */
+size_t rrl_reply_values(const rrl_call_limit_t *limits, size_t n)
+    RRL_NOEXCEPT;
 
 /* the most bytes rrl_call_args() writes for these limits; 0: bad algorithm */
 size_t rrl_call_args_size(const rrl_call_limit_t *limits, size_t n)
@@ -54,11 +76,26 @@ int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
 /*
  * Decodes the call's reply as rrl_reply_decode() does, and refuses (logged,
  * RRL_ERROR) one where a limit has more remaining than its zone can ever
- * hold: no reply of the script's.
+ * hold: no reply of the script's. A reply of rrl_reply_values() integers
+ * sets each limit's override, and the limit, period and burst of an
+ * applied one (block: limit 0) in limits; one of 4 per limit (the deny
+ * cache's, the local zone's) leaves them as they are. An unlimited limit
+ * is never the reported one.
  */
 int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
-    const rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,
+    rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,
     rrl_decision_t *decision) RRL_NOEXCEPT;
+
+/* whether some limit is shown: not every one is unlimited */
+int rrl_call_limits_shown(const rrl_call_limit_t *limits, size_t n)
+    RRL_NOEXCEPT;
+
+/*
+ * The log line of limit's invalid override, as snprintf writes it (the key
+ * escaped), at most size bytes with the NUL; its length, 0 on error.
+ */
+size_t rrl_override_message(char *buf, size_t size,
+    const rrl_call_limit_t *limit) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -69,6 +69,7 @@ typedef struct {
     uint64_t        period_ms;
     uint64_t        burst;         /* as the algorithm uses it, once done */
     uint64_t        capacity;      /* the largest cost, on idle */
+    int             overrides;     /* overrides=on */
 } rrl_zone_conf_t;
 
 

@@ -30,16 +30,30 @@ rrl_policy_t policy_of(const rrl_call_limit_t& l, const rrl_shown_t& shown) {
     return p;
 }
 
-// X-RateLimit-Limit: the most one request may cost, on an idle key
-std::uint64_t capacity_of(const rrl_policy_t& p) {
+// X-RateLimit-Limit: the most one request may cost, on an idle key; none
+// for a blocked one (a leaky bucket's would be burst + 1)
+std::uint64_t capacity_of(const rrl_policy_t& p, int override) {
     const Algorithm* a = algorithm(p.algorithm);
-    return a == nullptr ? 0 : capacity(*a, p.limit, p.burst);
+    if (a == nullptr || override == RRL_OVERRIDE_BLOCK) return 0;
+    return capacity(*a, p.limit, p.burst);
+}
+
+// An unlimited override's limit is not shown.
+bool is_shown(const rrl_call_limit_t& l) {
+    return l.override != RRL_OVERRIDE_UNLIMITED;
+}
+
+// Whether the request shows a limit: decided, and not every limit
+// unlimited.
+bool shows_limit(const rrl_shown_t& shown) {
+    return shown.decided &&
+           std::any_of(shown.limits, shown.limits + shown.nlimits, is_shown);
 }
 
 }  // namespace
 
 std::vector<Field> shown_fields(const rrl_shown_t& shown) {
-    if (!shown.decided) return {};
+    if (!shows_limit(shown)) return {};
 
     const rrl_decision_t& d = *shown.decision;
     const rrl_call_limit_t& reported = shown.limits[d.reported];
@@ -48,7 +62,8 @@ std::vector<Field> shown_fields(const rrl_shown_t& shown) {
     if (shown.show & show::legacy) {
         fields.push_back(
             {"X-RateLimit-Limit",
-             std::to_string(capacity_of(policy_of(reported, shown)))});
+             std::to_string(capacity_of(policy_of(reported, shown),
+                                        reported.override))});
         fields.push_back(
             {"X-RateLimit-Remaining", std::to_string(d.remaining)});
         fields.push_back({"X-RateLimit-Reset", std::to_string(d.reset_unix)});
@@ -57,7 +72,9 @@ std::vector<Field> shown_fields(const rrl_shown_t& shown) {
     if (shown.show & show::draft) {
         std::vector<rrl_policy_t> policies;
         for (std::size_t i = 0; i < shown.nlimits; i++) {
-            policies.push_back(policy_of(shown.limits[i], shown));
+            if (is_shown(shown.limits[i])) {
+                policies.push_back(policy_of(shown.limits[i], shown));
+            }
         }
         auto policy = ratelimit_policy(policies);
         auto ratelimit_field =
@@ -90,7 +107,7 @@ std::optional<std::string> shown_variable(int variable,
                std::string(3 - frac.size(), '0') + frac;
     }
 
-    if (!shown.decided) return std::nullopt;
+    if (!shows_limit(shown)) return std::nullopt;
 
     const rrl_decision_t& d = *shown.decision;
 

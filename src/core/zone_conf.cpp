@@ -58,6 +58,15 @@ std::string zone_conf_word(ZoneConf& conf, std::string_view directive,
         return "";
     }
 
+    if (auto value = conf_value(word, "overrides=")) {
+        if (*value != "on" && *value != "off") {
+            return "invalid value " + quoted(word) + in_directive(directive) +
+                   ", it must be \"on\" or \"off\"";
+        }
+        conf.overrides = (*value == "on");
+        return "";
+    }
+
     return invalid_parameter(word, directive);
 }
 

@@ -1,5 +1,5 @@
 // The grammar of "redis_ratelimit_zone KEY zone=NAME rate=Nr/PERIOD
-// [algorithm=NAME] [burst=N]" (the words after KEY) and the bounds of a
+// [algorithm=NAME] [burst=N] [overrides=on|off]" (the words after KEY) and the bounds of a
 // zone: room for one request, state kept under 100 years, sliding_log's
 // capacity.
 #pragma once
@@ -21,6 +21,7 @@ struct ZoneConf {
     std::uint64_t burst =
         RRL_BURST_UNSET;         // as the algorithm uses it, once done
     std::uint64_t capacity = 0;  // the largest cost, on idle
+    bool overrides = false;      // the script reads a key's override
 };
 
 // Reads one word; "" when it is good, else the message, naming directive.

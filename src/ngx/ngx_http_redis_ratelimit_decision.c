@@ -27,6 +27,9 @@ static ngx_int_t
 ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
+    size_t                                 len;
+    u_char                                 msg[NGX_MAX_ERROR_STR];
+    ngx_uint_t                             i;
     rrl_engine_result_t                   *result;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
@@ -54,6 +57,18 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     {
         /* the core has logged what was wrong with the reply */
         return RRL_OUTCOME_FAILED;
+    }
+
+    /* an invalid override: the zone's rate applied; its first one logged */
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        if (ctx->call_limits[i].override == RRL_OVERRIDE_INVALID) {
+            len = rrl_override_message((char *) msg, sizeof(msg),
+                                       &ctx->call_limits[i]);
+            ngx_http_redis_ratelimit_log_failure(r->connection->log, "%*s",
+                                         ngx_min(len, sizeof(msg) - 1), msg);
+            break;
+        }
     }
 
     return RRL_OUTCOME_REPLY;

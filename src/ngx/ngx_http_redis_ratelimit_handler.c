@@ -226,6 +226,8 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         c->limit = zone->limit;
         c->period_ms = zone->period;
         c->burst = zone->burst;
+        c->overrides = zone->overrides;
+        c->override = RRL_OVERRIDE_NONE;
         c->key = key.data;
         c->key_len = key.len;
 
@@ -247,7 +249,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
     ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
 
-    ctx->result.capacity = RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nkeys;
+    ctx->result.capacity = rrl_reply_values(call, nkeys);
     ctx->result.values = ngx_palloc(r->pool,
                                     ctx->result.capacity * sizeof(int64_t));
     ctx->limit_results = ngx_palloc(r->pool,

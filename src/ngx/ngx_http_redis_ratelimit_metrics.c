@@ -29,6 +29,7 @@
 /* the entry of a zone of limits in the table of zones, by its name */
 typedef struct {
     ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
+    ngx_atomic_t                 overrides[RRL_METRICS_OVERRIDE_KINDS];
     ngx_uint_t                   generation;  /* of the last config */
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
@@ -117,6 +118,12 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
             mz[m.nzones].requests[j] = entry->requests[j];
         }
 
+        mz[m.nzones].overrides = zones[i].overrides;
+
+        for (j = 0; j < RRL_METRICS_OVERRIDE_KINDS; j++) {
+            mz[m.nzones].override_kinds[j] = entry->overrides[j];
+        }
+
         m.nzones++;
     }
 
@@ -199,6 +206,12 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 
         if (entry && counter >= 0) {
             (void) ngx_atomic_fetch_add(&entry->requests[counter], 1);
+        }
+
+        /* RRL_OVERRIDE_RATE .. _INVALID: kinds 0 .. 3 */
+        if (entry && ctx->call_limits[i].override != RRL_OVERRIDE_NONE) {
+            (void) ngx_atomic_fetch_add(
+                       &entry->overrides[ctx->call_limits[i].override - 1], 1);
         }
     }
 }

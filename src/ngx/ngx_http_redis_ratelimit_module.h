@@ -48,6 +48,7 @@ typedef struct {
 
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
+    unsigned                     overrides:1;
 
     void                        *metrics;     /* its counters, or NULL */
 
