@@ -109,7 +109,8 @@ end
 -- burst }; kind 4 (invalid) when it is none of the forms or out of bounds
 local invalid = { kind = 4 }
 local function read_override(value, name)
-  local v = value:match('^%s*(.-)%s*$')
+  -- blanks around it dropped (in linear time, whatever the value)
+  local v = value:match('^%s*(.*%S)') or ''
   if v == 'unlimited' then return { kind = 2 } end
   if v == 'block' then return { kind = 3 } end
   local n, period, rest = v:match('^(%d+)r/(%w+)(.*)$')
@@ -309,7 +310,7 @@ if batch then
       limits[i] = {
         key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
         period = zone.period, burst = zone.burst, cost = cost,
-        overrides = zone.overrides, kind = false, block_key = false,
+        overrides = zone.overrides,
         -- the algorithms' own fields: setting them never grows the table
         window = false, count = false, ttl = false, current = false,
         prev = false, keep_ttl = false,

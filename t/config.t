@@ -74,13 +74,15 @@ my @bad = (
         'invalid rate "rate=5r/30m1h" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['negative burst', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s burst=-1; # HERE\n"),
         'invalid burst value "burst=-1" in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['unknown zone parameter', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s foo=1; # HERE\n"),
-        'invalid parameter "foo=1" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['overrides neither on nor off', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=x; # HERE\n"),
         'invalid value "overrides=x" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
+    ['overrides in capitals', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=On; # HERE\n"),
+        'invalid value "overrides=On" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
+    ['unknown zone parameter', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s foo=1; # HERE\n"),
+        'invalid parameter "foo=1" in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['overrides empty', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=; # HERE\n"),
         'invalid value "overrides=" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
-    ['overrides in capitals', http_conf("    redis_ratelimit_zone \$a zone=z overrides=ON rate=1r/s; # HERE\n"),
+    ['overrides in capitals, before rate', http_conf("    redis_ratelimit_zone \$a zone=z overrides=ON rate=1r/s; # HERE\n"),
         'invalid value "overrides=ON" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
     ['zone in a server', http_conf("    server {\n        redis_ratelimit_zone \$a zone=z rate=1r/s; # HERE\n    }\n"),
         '"redis_ratelimit_zone" directive is not allowed here in FILE:LINE'],
@@ -449,6 +451,13 @@ http {
         location /sw0/ { redis_ratelimit zone=sw0 cost=5; }
         location /var/ { redis_ratelimit zone=lb cost=$arg_cost; }
     }
+}
+EOF2
+    ['overrides on and off', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379;
+    redis_ratelimit_zone $arg_k zone=on rate=5r/m overrides=on;
+    redis_ratelimit_zone $arg_k zone=off rate=5r/m algorithm=token_bucket overrides=off burst=2;
 }
 EOF2
     ['the deny cache off', <<'EOF2'],

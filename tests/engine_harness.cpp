@@ -15,6 +15,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "rrl_call_args.h"
 #include "rrl_conf.h"
 
 namespace rrl_test {
@@ -525,16 +526,32 @@ std::string batch_reply(const Argv& argv,
                         const std::function<bool(size_t, const Argv&)>& pass) {
     std::vector<std::string> items;
     std::vector<Argv> requests = batch_requests(argv);
+    // each limit's zone, whose algorithm tells whether it has overrides
+    size_t n = nkeys(argv);
+    size_t zones = std::stoul(argv.at(3 + n + 2));
+    size_t a = 3 + n + 3 + 4 * zones;
+    std::string suffix = RRL_OVERRIDES_SUFFIX;
     for (size_t i = 0; i < requests.size(); i++) {
         bool p = pass(i, requests[i]);
         items.push_back(integer(p ? 1 : 0));
         items.push_back(integer(kNow));
         for (size_t j = 0; j < requests[i].size(); j++) {
+            size_t zone = std::stoul(argv.at(a + 1 + 2 * j));
+            const std::string& algorithm = argv.at(3 + n + 3 + 4 * (zone - 1));
             items.push_back(integer(p ? 1 : 0));
             items.push_back(integer(p ? kRemaining : 0));
             items.push_back(integer(1000000));
             items.push_back(integer(p ? 0 : 500000));
+            if (algorithm.size() > suffix.size() &&
+                algorithm.compare(algorithm.size() - suffix.size(),
+                                  suffix.size(), suffix) == 0) {
+                // a rate override: kind, limit, period, burst
+                for (long long v : {RRL_OVERRIDE_RATE, 7, 2000, 0}) {
+                    items.push_back(integer(v));
+                }
+            }
         }
+        a += 1 + 2 * requests[i].size();
     }
     return array(items);
 }
@@ -625,13 +642,17 @@ void call_done(void* request, void* data) {
 
 }  // namespace
 
-TestCall::TestCall(const std::vector<std::string>& keys) {
+TestCall::TestCall(const std::vector<std::string>& keys,
+                   const std::vector<bool>& overrides) {
     args = {"EVALSHA", rrl_script_sha1(), std::to_string(keys.size())};
     args.insert(args.end(), keys.begin(), keys.end());
     args.push_back("");
     for (size_t j = 0; j < keys.size(); j++) {
-        args.insert(args.end(), {"sliding_window", "10", "1000", "0", "1"});
-        zones.push_back(&zone_ids[j % 16]);
+        bool o = j < overrides.size() && overrides[j];
+        args.insert(args.end(), {o ? "sliding_window" RRL_OVERRIDES_SUFFIX
+                                   : "sliding_window",
+                                 "10", "1000", "0", "1"});
+        zones.push_back(&zone_ids[(j + (o ? 8 : 0)) % 16]);
     }
     for (const std::string& a : args) {
         argv.push_back(a.data());

@@ -228,7 +228,9 @@ Engine make_engine(EngineConf& conf, TestLoop& loop);
 // A request's call, as the shim makes it: argv in the caller's memory,
 // its result, done() counted.
 struct TestCall {
-    explicit TestCall(const std::vector<std::string>& keys);
+    // overrides[j]: limit j's zone has overrides=on (its own zone id)
+    explicit TestCall(const std::vector<std::string>& keys,
+                      const std::vector<bool>& overrides = {});
     // a request gone with its call out detaches it (its pool's cleanup)
     ~TestCall();
     TestCall(const TestCall&) = delete;

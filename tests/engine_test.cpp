@@ -7,11 +7,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine_fixture.hpp"
+#include "rrl_call_args.h"
 #include "rrl_conf.h"
 
 namespace rrl_test {
@@ -112,6 +114,36 @@ TEST_F(EngineTest, ACallPassesWithTheScriptsReply) {
     EXPECT_EQ(batch_requests(batch), (std::vector<Argv>{{"rl:a", "rl:b"}}));
     loop.run(5);
     EXPECT_EQ(c.done, 1);  // once
+}
+
+// A batch of calls whose limits' zones have overrides=on or not: each
+// call gets its share, as wide as its limits make it.
+TEST_F(EngineTest, ABatchOfZonesWithAndWithoutOverridesSplitsAtTheirWidths) {
+    start();
+    TestCall a({"a"}), b({"b1", "b2"}, {true, false}), c({"c"}, {true});
+    ASSERT_TRUE(a.start(engine.get()));
+    ASSERT_TRUE(b.start(engine.get()));
+    ASSERT_TRUE(c.start(engine.get()));
+    ASSERT_TRUE(finish(a) && finish(b) && finish(c));
+
+    ASSERT_EQ(redis.batches(), 1u);
+    Argv batch = last_batch();
+    EXPECT_EQ(batch_requests(batch),
+              (std::vector<Argv>{{"a"}, {"b1", "b2"}, {"c"}}));
+    EXPECT_EQ(std::count(batch.begin(), batch.end(),
+                         "sliding_window" RRL_OVERRIDES_SUFFIX),
+              1);  // the zone named once
+    ASSERT_EQ(a.result.nvalues, 2u + 4);
+    ASSERT_EQ(b.result.nvalues, 2u + 8 + 4);
+    ASSERT_EQ(c.result.nvalues, 2u + 8);
+    EXPECT_EQ(std::vector<int64_t>(b.values, b.values + 14),
+              (std::vector<int64_t>{1, kNow, 1, kRemaining, 1000000, 0,
+                                    RRL_OVERRIDE_RATE, 7, 2000, 0, 1,
+                                    kRemaining, 1000000, 0}));
+    EXPECT_EQ(std::vector<int64_t>(c.values, c.values + 10),
+              (std::vector<int64_t>{1, kNow, 1, kRemaining, 1000000, 0,
+                                    RRL_OVERRIDE_RATE, 7, 2000, 0}));
+    EXPECT_TRUE(a.passed());
 }
 
 TEST_F(EngineTest, ATurnsCallsGoAsOneBatchEachWithItsShare) {

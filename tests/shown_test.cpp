@@ -17,9 +17,8 @@ constexpr std::int64_t kNow = 1700000000 * kSecond + 250000;
 
 rrl_call_limit_t limit(const std::string& zone, int algorithm, std::uint64_t n,
                        std::uint64_t period_ms, std::uint64_t burst) {
-    return {zone.data(), zone.size(), algorithm, n, period_ms,
-            burst,       1,           nullptr,   0,
-            0,           RRL_OVERRIDE_NONE};
+    return {zone.data(), zone.size(), algorithm, n, period_ms,        burst,
+            1,           nullptr,     0,         0, RRL_OVERRIDE_NONE};
 }
 
 // A request of limits, decided by a script reply of {passed, remaining,

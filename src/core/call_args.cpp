@@ -134,9 +134,9 @@ std::string override_key(const CallLimit& limit) {
 
 std::string override_message(const CallLimit& limit) {
     return "redis_ratelimit: invalid override of zone \"" +
-           std::string(limit.zone) + "\", key \"" +
-           printable(limit.key, 256) + "\" in \"" +
-           printable(override_key(limit), 512) + "\", the zone's rate applies";
+           std::string(limit.zone) + "\", key \"" + printable(limit.key, 256) +
+           "\" in \"" + printable(override_key(limit), 512) +
+           "\", the zone's rate applies";
 }
 
 std::size_t over_capacity(const CallLimit* limits,

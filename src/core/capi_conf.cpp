@@ -92,9 +92,8 @@ void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
 }
 
 rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
-    return {view(c.name), view(c.rate), c.algorithm,
-            c.limit,      c.period_ms,  c.burst,
-            c.capacity,   c.overrides != 0};
+    return {view(c.name), view(c.rate), c.algorithm, c.limit,
+            c.period_ms,  c.burst,      c.capacity,  c.overrides != 0};
 }
 
 void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {

@@ -27,8 +27,8 @@ constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
     "error_reply", "bad_reply",  "circuit_open", "max_parked", "tls_handshake"};
 
 // an override's kind, by RRL_OVERRIDE_* - 1
-constexpr std::array<const char*, RRL_METRICS_OVERRIDE_KINDS> kOverrideKinds =
-    {"rate", "unlimited", "block", "invalid"};
+constexpr std::array<const char*, RRL_METRICS_OVERRIDE_KINDS> kOverrideKinds = {
+    "rate", "unlimited", "block", "invalid"};
 
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {
     "closed", "half_open", "open"};

@@ -60,10 +60,9 @@ std::vector<Field> shown_fields(const rrl_shown_t& shown) {
     std::vector<Field> fields;
 
     if (shown.show & show::legacy) {
-        fields.push_back(
-            {"X-RateLimit-Limit",
-             std::to_string(capacity_of(policy_of(reported, shown),
-                                        reported.override))});
+        fields.push_back({"X-RateLimit-Limit",
+                          std::to_string(capacity_of(policy_of(reported, shown),
+                                                     reported.override))});
         fields.push_back(
             {"X-RateLimit-Remaining", std::to_string(d.remaining)});
         fields.push_back({"X-RateLimit-Reset", std::to_string(d.reset_unix)});

@@ -1,7 +1,7 @@
 // The grammar of "redis_ratelimit_zone KEY zone=NAME rate=Nr/PERIOD
-// [algorithm=NAME] [burst=N] [overrides=on|off]" (the words after KEY) and the bounds of a
-// zone: room for one request, state kept under 100 years, sliding_log's
-// capacity.
+// [algorithm=NAME] [burst=N] [overrides=on|off]" (the words after KEY) and the
+// bounds of a zone: room for one request, state kept under 100 years,
+// sliding_log's capacity.
 #pragma once
 
 #include <cstdint>
