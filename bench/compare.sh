@@ -300,13 +300,16 @@ CONF
     redis_ratelimit_server $2:$3 ${4:-};
     redis_ratelimit_zone \$arg_k zone=a_fw rate=1000r/s algorithm=fixed_window;
     redis_ratelimit_zone \$arg_k zone=a_sw rate=1000r/s algorithm=sliding_window;
-    redis_ratelimit_zone \$arg_k zone=o_fw rate=1000r/s algorithm=fixed_window overrides=on;
-    redis_ratelimit_zone \$arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
     redis_ratelimit_zone \$arg_k zone=b_key_s rate=1000r/s;
     redis_ratelimit_zone \$arg_k zone=b_key_m rate=60000r/m;
     redis_ratelimit_zone global zone=b_global rate=1000000000r/h;
     redis_ratelimit_zone \$arg_k zone=c_bot rate=10r/s;
     redis_ratelimit_log_level info;
+CONF
+            # scenario (o), in the module's own build only
+            [ "$1" = tls ] || cat <<'CONF'
+    redis_ratelimit_zone $arg_k zone=o_fw rate=1000r/s algorithm=fixed_window overrides=on;
+    redis_ratelimit_zone $arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
 CONF
             ;;
     esac
