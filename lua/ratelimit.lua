@@ -82,7 +82,8 @@ end
 
 local units = { ms = 1, s = 1000, m = 60000, h = 3600000, d = 86400000,
   w = 604800000 }
-local max_number = 9007199254740992
+-- N and B as a zone's rate= and burst= may have them: sums stay exact
+local max_count = 1000000000
 local max_state_ms = 100 * 365 * 86400 * 1000
 
 -- the PERIOD of a rate as the zone's rate= has it ("s", "10s", "1m30s",
@@ -99,7 +100,7 @@ local function period_ms(text)
     if not scale or scale >= previous then return nil end
     previous = scale
     total = total + tonumber(digits) * scale
-    if total > max_number then return nil end
+    if total > max_state_ms then return nil end
     i = next_i
   end
   return total
@@ -126,7 +127,8 @@ local function read_override(value, name)
   else
     burst = 0
   end
-  if not period or period < 1 or n < 1 or n > max_number or burst > max_number then
+  if not period or period < 1 or n < 1 or n > max_count
+    or burst > max_count then
     return invalid
   end
   local capacity, lifetime = n + burst, period
@@ -150,7 +152,9 @@ local read = {}
 -- kind. A rate replaces l's limit, period and burst; a block keeps its
 -- key in l.block_key.
 local function override(l)
-  local key = l.key:match('^(.*})') .. ':limit'
+  local tag = l.key:match('^(.*})')
+  if not tag then return 0 end -- not a key of the module's
+  local key = tag .. ':limit'
   local value = redis.pcall('GET', key)
   if not value then return 0 end
   if type(value) ~= 'string' then return 4 end -- a key of another type

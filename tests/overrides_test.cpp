@@ -359,6 +359,30 @@ TEST(OverridesCall, PartsMergeAtTheirWidths) {
                            21, 22,  23, 30, 31, 32, 33, 34, 35, 36, 37}));
 }
 
+// A deny cache entry shows the limit its rejection was decided under: the
+// zone's by default, an override's once kept.
+TEST(OverridesDeny, AnEntryShowsTheLimitItWasLearnedUnder) {
+    rrl_deny_limit_t zone{RRL_LEAKY_BUCKET, 5, 60000, 3, 7, 1};
+    rrl_limit_result_t r{0, 0, 9000000, 9000000};
+    rrl_deny_entry_t e{};
+    ASSERT_EQ(rrl_deny_learn(kNow, kNow + 10, &zone, &r, &e), 1);
+    EXPECT_EQ(e.override, RRL_OVERRIDE_NONE);
+    EXPECT_EQ(e.shown_limit, 5u);
+    EXPECT_EQ(e.shown_period_ms, 60000u);
+    EXPECT_EQ(e.shown_burst, 3u);
+
+    rrl_call_limit_t blocked = limit("o", RRL_LEAKY_BUCKET, 0, 60000, 0, true);
+    blocked.override = RRL_OVERRIDE_BLOCK;
+    rrl_deny_keep_shown(&e, &blocked);
+
+    rrl_call_limit_t next = limit("o", RRL_LEAKY_BUCKET, 5, 60000, 3, true);
+    rrl_deny_shown(&e, &next);
+    EXPECT_EQ(next.override, RRL_OVERRIDE_BLOCK);
+    EXPECT_EQ(next.limit, 0u);
+    EXPECT_EQ(next.period_ms, 60000u);
+    EXPECT_EQ(next.burst, 0u);
+}
+
 TEST(OverridesMetrics, KindsOfZonesWithOverridesOnly) {
     rrl_metrics_zone_t zones[2] = {};
     zones[0].name = "plain";

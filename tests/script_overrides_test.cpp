@@ -253,6 +253,26 @@ TEST_F(OverridesTest, BucketBoundsAreTheZones) {
     }
 }
 
+// N and B as a zone's rate= and burst= may have them: up to 10^9
+TEST_F(OverridesTest, NumbersUpToAZonesBounds) {
+    const std::pair<const char*, int> cases[] = {
+        {"1000000000r/h burst=1000000000", RRL_OVERRIDE_RATE},
+        {"1000000001r/h", RRL_OVERRIDE_INVALID},
+        {"10r/h burst=1000000001", RRL_OVERRIDE_INVALID},
+        {"1r/36500d", RRL_OVERRIDE_RATE},  // 100 years: a window that long
+        {"1r/36501d", RRL_OVERRIDE_INVALID},
+    };
+    int n = 0;
+    for (const auto& [value, kind] : cases) {
+        std::string name = "k" + std::to_string(n++);
+        set(limit_key(name), value);
+        Values v =
+            check(kT, {with_overrides(fw(state_key(name, "fw"), 5, 1000))});
+        ASSERT_EQ(v.size(), 10u) << value;
+        EXPECT_EQ(v[6], kind) << value;
+    }
+}
+
 TEST_F(OverridesTest, AKeyOfAnotherTypeIsInvalid) {
     ASSERT_EQ(redis_->integer({"RPUSH", limit_key("k"), "x"}), 1);
     Values v = check(kT, {with_overrides(fw(state_key("k", "fw"), 5, 1000))});

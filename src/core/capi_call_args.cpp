@@ -166,6 +166,22 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
     });
 }
 
+void rrl_deny_keep_shown(rrl_deny_entry_t* entry,
+                         const rrl_call_limit_t* limit) noexcept {
+    entry->override = limit->override;
+    entry->shown_limit = limit->limit;
+    entry->shown_period_ms = limit->period_ms;
+    entry->shown_burst = limit->burst;
+}
+
+void rrl_deny_shown(const rrl_deny_entry_t* entry,
+                    rrl_call_limit_t* limit) noexcept {
+    limit->override = entry->override;
+    limit->limit = entry->shown_limit;
+    limit->period_ms = entry->shown_period_ms;
+    limit->burst = entry->shown_burst;
+}
+
 int rrl_call_limits_shown(const rrl_call_limit_t* limits, size_t n) noexcept {
     for (size_t i = 0; i < n; i++) {
         if (limits[i].override != RRL_OVERRIDE_UNLIMITED) return 1;

@@ -47,7 +47,15 @@ bool deny_learn(std::int64_t sent_us, std::int64_t now_us,
 
     if (until <= now_us) return false;
 
-    *entry = {limit, until, now_us + retry, sent_us + reset, result.remaining};
+    *entry = {limit,
+              until,
+              now_us + retry,
+              sent_us + reset,
+              result.remaining,
+              0,
+              limit.limit,
+              limit.period_ms,
+              limit.burst};
     return true;
 }
 

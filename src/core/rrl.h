@@ -318,6 +318,11 @@ typedef struct {
     int64_t           retry_until_us;  /* Redis's end, at the latest */
     int64_t           reset_until_us;  /* usage back to zero */
     int64_t           remaining;
+    /* the limit shown: the zone's, or an override's (rrl_deny_keep_shown) */
+    int               override;
+    uint64_t          shown_limit;
+    uint64_t          shown_period_ms;
+    uint64_t          shown_burst;
 } rrl_deny_entry_t;
 
 /*

@@ -86,6 +86,16 @@ int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
     rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,
     rrl_decision_t *decision) RRL_NOEXCEPT;
 
+/*
+ * The limit a deny cache entry shows on the requests it rejects: the one
+ * the rejection was decided under (an override's), kept from *limit;
+ * then written into the limit of such a request.
+ */
+void rrl_deny_keep_shown(rrl_deny_entry_t *entry,
+    const rrl_call_limit_t *limit) RRL_NOEXCEPT;
+void rrl_deny_shown(const rrl_deny_entry_t *entry, rrl_call_limit_t *limit)
+    RRL_NOEXCEPT;
+
 /* whether some limit is shown: not every one is unlimited */
 int rrl_call_limits_shown(const rrl_call_limit_t *limits, size_t n)
     RRL_NOEXCEPT;

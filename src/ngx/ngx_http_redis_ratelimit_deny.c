@@ -71,6 +71,8 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
         {
         case RRL_DENY_REJECTED:
             ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
+            rrl_deny_shown(ngx_http_redis_ratelimit_deny_entry(sn),
+                           &ctx->call_limits[i]);
             rejected++;
             break;
 
@@ -136,6 +138,8 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
         {
             continue;
         }
+
+        rrl_deny_keep_shown(&entry, &ctx->call_limits[i]);
 
         ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 

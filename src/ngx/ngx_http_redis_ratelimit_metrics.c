@@ -208,8 +208,10 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
             (void) ngx_atomic_fetch_add(&entry->requests[counter], 1);
         }
 
-        /* RRL_OVERRIDE_RATE .. _INVALID: kinds 0 .. 3 */
-        if (entry && ctx->call_limits[i].override != RRL_OVERRIDE_NONE) {
+        /* found in Redis (not the deny cache's): kinds 0 .. 3 */
+        if (entry && ctx->replied
+            && ctx->call_limits[i].override != RRL_OVERRIDE_NONE)
+        {
             (void) ngx_atomic_fetch_add(
                        &entry->overrides[ctx->call_limits[i].override - 1], 1);
         }
