@@ -100,6 +100,8 @@ my @bad = (
     ['unknown word', '10r/s delay=1'],
     ['trailing word', 'unlimited please'],
     ['capitalised', 'Block'],
+    ['N over 10^9 (a zone\'s bound)', '1000000001r/h'],
+    ['burst over 10^9', '1r/s burst=1000000001'],
     ['over 2^53', '9007199254740993r/s'],
     ['burst over 2^53', '1r/s burst=9007199254740993'],
     ['a fractional period', '1r/0.5s'],
@@ -122,6 +124,11 @@ for my $case (@bad) {
     is(scalar($n->grep_log(invalid_re('inv', $key))), 1, "$name: logged once");
 }
 
+# the bounds themselves are valid
+$t->redis('SET', limit_key('inv', 'maxn'), '1000000000r/h burst=1000000000');
+my $r = $n->get('/?key=maxn');
+is($r->{h}{'x-ratelimit-limit'}, 2000000000, 'N and burst of 10^9: applied');
+
 # a key of another type at the override key
 $t->redis('RPUSH', limit_key('inv', 'list'), '100r/s');
 $t->redis('HSET', limit_key('inv', 'hash'), 'limit', '100r/s');
@@ -141,7 +148,7 @@ is(scalar($n->grep_log(qr/\[(?:alert|crit|emerg)\]|WRONGTYPE|redis_errors/)), 0,
 $t->redis('SET', limit_key('isl', 'big'), '9000r/h burst=1001');
 $t->redis('SET', limit_key('isl', 'max'), '9000r/h burst=1000');
 next_second();
-my $r = $n->get('/sl/?key=big');
+$r = $n->get('/sl/?key=big');
 is($r->{h}{'x-ratelimit-limit'}, 2, 'sliding_log, N+B 10,001: the zone\'s limit');
 ok($n->wait_log(invalid_re('isl', 'big'), 1, 2), 'sliding_log, N+B 10,001: logged');
 $r = $n->get('/sl/?key=max');
@@ -173,7 +180,8 @@ ok($n->wait_log(qr/invalid override of zone "inv", key "burst" .*\(19 similar er
     'the next second: one line, saying 19 were suppressed');
 
 is(metric('inv', 'invalid'), $invalid, "metrics: inv invalid $invalid");
-is(metric('inv', $_), 0, "metrics: inv $_ 0") for qw(rate unlimited block);
+is(metric('inv', 'rate'), 1, 'metrics: inv rate 1');
+is(metric('inv', $_), 0, "metrics: inv $_ 0") for qw(unlimited block);
 
 ###########################################################################
 # the key escaped in the log as the rejection log escapes it
