@@ -17,6 +17,7 @@
 #include "rrl_call.h"
 #include "rrl_call_args.h"
 #include "rrl_decision.h"
+#include "rrl_metrics_count.h"
 #include "rrl_shown.h"
 #include "sha1.hpp"
 
@@ -237,7 +238,6 @@ TEST(OverridesDecode, UnlimitedIsNotShown) {
             "X-RateLimit-Reset: 1700000009", "RateLimit-Policy: \"p\";q=5;w=60",
             "RateLimit: \"p\";r=3;t=9"}));
     EXPECT_EQ(variable(RRL_VAR_ZONE, shown), "p");
-    EXPECT_EQ(rrl_call_limits_shown(l.data(), 2), 1);
 
     // alone: passed, nothing shown
     std::vector<rrl_call_limit_t> one = {
@@ -246,7 +246,6 @@ TEST(OverridesDecode, UnlimitedIsNotShown) {
         decode({1, kNow, 1, 0, 0, 0, RRL_OVERRIDE_UNLIMITED, 5, 60000, 0}, one);
     ASSERT_EQ(alone.rc, RRL_OK);
     EXPECT_EQ(alone.decision.passed, 1);
-    EXPECT_EQ(rrl_call_limits_shown(one.data(), 1), 0);
     rrl_shown_t none{RRL_STATUS_PASSED,
                      1,
                      &alone.decision,
@@ -307,6 +306,28 @@ TEST(OverridesLog, TheInvalidOverridesLine) {
               "\"a\\x22b\\x01\" in \"rrl:{api:a\\x22b\\x01}:limit\", the "
               "zone's rate applies");
     EXPECT_EQ(rrl_override_message(nullptr, 0, &l), n);
+}
+
+// A rejection logs the zone's rate as written, or the override applied.
+TEST(OverridesLog, TheRateOfARejection) {
+    auto logged = [](std::uint64_t n, std::uint64_t period_ms, int override) {
+        rrl_call_limit_t l =
+            limit("api", RRL_FIXED_WINDOW, n, period_ms, 0, true);
+        l.override = override;
+        char buf[64];
+        size_t len = rrl_logged_rate(buf, sizeof(buf), &l, "5r/m", 4);
+        EXPECT_EQ(rrl_logged_rate(nullptr, 0, &l, "5r/m", 4), len);
+        return std::string(buf, len);
+    };
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_NONE), "5r/m");
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_INVALID), "5r/m");
+    EXPECT_EQ(logged(0, 60000, RRL_OVERRIDE_BLOCK), "block (override)");
+    EXPECT_EQ(logged(2, 10000, RRL_OVERRIDE_RATE), "2r/10s (override)");
+    EXPECT_EQ(logged(2, 1000, RRL_OVERRIDE_RATE), "2r/s (override)");
+    EXPECT_EQ(logged(7, 3600000, RRL_OVERRIDE_RATE), "7r/h (override)");
+    EXPECT_EQ(logged(7, 90500, RRL_OVERRIDE_RATE), "7r/1m30s500ms (override)");
+    EXPECT_EQ(logged(7, 1, RRL_OVERRIDE_RATE), "7r/1ms (override)");
+    EXPECT_EQ(logged(7, 2 * 86400000, RRL_OVERRIDE_RATE), "7r/2d (override)");
 }
 
 // [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
@@ -381,6 +402,19 @@ TEST(OverridesDeny, AnEntryShowsTheLimitItWasLearnedUnder) {
     EXPECT_EQ(next.limit, 0u);
     EXPECT_EQ(next.period_ms, 60000u);
     EXPECT_EQ(next.burst, 0u);
+}
+
+// An override counts when Redis found it: not in a deny cache's answer,
+// and no override none.
+TEST(OverridesMetrics, TheCounterOfAKind) {
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_NONE, 1), -1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_RATE, 1), 0);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_UNLIMITED, 1), 1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_BLOCK, 1), 2);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_INVALID, 1), 3);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_BLOCK, 0), -1);
+    EXPECT_EQ(rrl_metrics_override_counter(RRL_OVERRIDE_KINDS, 1), -1);
+    static_assert(RRL_OVERRIDE_KINDS - 1 == RRL_METRICS_OVERRIDE_KINDS);
 }
 
 TEST(OverridesMetrics, KindsOfZonesWithOverridesOnly) {

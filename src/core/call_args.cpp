@@ -132,6 +132,35 @@ std::string override_key(const CallLimit& limit) {
     return key + ":limit";
 }
 
+namespace {
+
+// a period in ms as a rate's: "s", "10s", "1m30s", "500ms"
+std::string period_text(std::uint64_t ms) {
+    constexpr std::pair<std::uint64_t, const char*> units[] = {
+        {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+    for (const auto& [scale, unit] : units) {
+        if (ms == scale && scale != 1) return unit;
+    }
+    std::string out;
+    for (const auto& [scale, unit] : units) {
+        if (ms >= scale) {
+            out += std::to_string(ms / scale) + unit;
+            ms %= scale;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string logged_rate(const CallLimit& limit, int override,
+                        std::string_view zone_rate) {
+    if (override == RRL_OVERRIDE_BLOCK) return "block (override)";
+    if (override != RRL_OVERRIDE_RATE) return std::string(zone_rate);
+    return std::to_string(limit.limit) + "r/" + period_text(limit.period_ms) +
+           " (override)";
+}
+
 std::string override_message(const CallLimit& limit) {
     return "redis_ratelimit: invalid override of zone \"" +
            std::string(limit.zone) + "\", key \"" + printable(limit.key, 256) +

@@ -55,6 +55,11 @@ std::optional<Override> read_override(const Algorithm& algorithm,
 // The Redis key of limit's override: its state's hash tag + ":limit".
 std::string override_key(const CallLimit& limit);
 
+// The rate a rejection's log line names: the zone's as written (zone_rate),
+// or the override applied: "2r/10s (override)", "block (override)".
+std::string logged_rate(const CallLimit& limit, int override,
+                        std::string_view zone_rate);
+
 // The log line of limit's invalid override.
 std::string override_message(const CallLimit& limit);
 

@@ -182,11 +182,20 @@ void rrl_deny_shown(const rrl_deny_entry_t* entry,
     limit->burst = entry->shown_burst;
 }
 
-int rrl_call_limits_shown(const rrl_call_limit_t* limits, size_t n) noexcept {
-    for (size_t i = 0; i < n; i++) {
-        if (limits[i].override != RRL_OVERRIDE_UNLIMITED) return 1;
-    }
-    return 0;
+size_t rrl_logged_rate(char* buf, size_t size, const rrl_call_limit_t* limit,
+                       const char* zone_rate, size_t zone_rate_len) noexcept {
+    return guarded("rrl_logged_rate", size_t{0}, [&] {
+        std::vector<rrl::CallLimit> l;
+        if (!to_limits(limit, 1, l)) return size_t{0};
+        std::string m = rrl::logged_rate(l[0], limit->override,
+                                         {zone_rate, zone_rate_len});
+        if (buf != nullptr && size > 0) {
+            size_t k = std::min(m.size(), size - 1);
+            std::memcpy(buf, m.data(), k);
+            buf[k] = '\0';
+        }
+        return m.size();
+    });
 }
 
 size_t rrl_override_message(char* buf, size_t size,

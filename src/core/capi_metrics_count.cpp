@@ -10,6 +10,11 @@ int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
     return counter ? static_cast<int>(*counter) : -1;
 }
 
+int rrl_metrics_override_counter(int override, int replied) noexcept {
+    auto counter = rrl::metrics_override_counter(override, replied != 0);
+    return counter ? static_cast<int>(*counter) : -1;
+}
+
 int rrl_metrics_reply_error(int replied, int array, const char* error,
                             size_t len) noexcept {
     std::optional<std::string_view> text;

@@ -1,6 +1,7 @@
 #include "metrics_count.hpp"
 
 #include "error_reply.hpp"
+#include "rrl_call_args.h"
 
 namespace rrl {
 
@@ -10,6 +11,16 @@ std::optional<std::size_t> metrics_request_counter(unsigned status,
     if (status == 0 || status > RRL_METRICS_STATUSES) return std::nullopt;
     if (rejected && decided && passed) return std::nullopt;
     return status - 1;
+}
+
+std::optional<std::size_t> metrics_override_counter(int override,
+                                                    bool replied) {
+    // RRL_OVERRIDE_RATE .. _INVALID: "rate" .. "invalid"
+    if (!replied || override < RRL_OVERRIDE_RATE ||
+        override > RRL_OVERRIDE_INVALID) {
+        return std::nullopt;
+    }
+    return static_cast<std::size_t>(override - RRL_OVERRIDE_RATE);
 }
 
 std::optional<int> metrics_reply_error(bool replied, bool array,

@@ -96,9 +96,13 @@ void rrl_deny_keep_shown(rrl_deny_entry_t *entry,
 void rrl_deny_shown(const rrl_deny_entry_t *entry, rrl_call_limit_t *limit)
     RRL_NOEXCEPT;
 
-/* whether some limit is shown: not every one is unlimited */
-int rrl_call_limits_shown(const rrl_call_limit_t *limits, size_t n)
-    RRL_NOEXCEPT;
+/*
+ * The rate a rejection of limit logs, as snprintf writes it: the zone's
+ * as written (zone_rate), or an applied override's ("2r/10s (override)",
+ * "block (override)"); its length, 0 on error.
+ */
+size_t rrl_logged_rate(char *buf, size_t size, const rrl_call_limit_t *limit,
+    const char *zone_rate, size_t zone_rate_len) RRL_NOEXCEPT;
 
 /*
  * The log line of limit's invalid override, as snprintf writes it (the key

@@ -23,6 +23,13 @@ int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
     int passed) RRL_NOEXCEPT;
 
 /*
+ * The counter (index of rrl_metrics_zone_t's override_kinds) a zone counts
+ * a request's override in (RRL_OVERRIDE_*), -1: none. replied: Redis
+ * answered the request (a deny cache's answer found no override).
+ */
+int rrl_metrics_override_counter(int override, int replied) RRL_NOEXCEPT;
+
+/*
  * The RRL_METRICS_ERR_ kind a script call's reply counts as, -1: none (an
  * array: the script answered). replied: 0 when the connection was lost;
  * error: an error reply's text (NULL: not an error reply).

@@ -139,8 +139,8 @@ static void
 ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
 {
-    u_char                           *p;
-    size_t                            len;
+    u_char                           *p, rate[128];
+    size_t                            len, rate_len;
     rrl_call_limit_t                 *limit;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -151,13 +151,19 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     zone = ctx->limits[ctx->decision.reported]->zone;
     limit = &ctx->call_limits[ctx->decision.reported];
 
+    /* the zone's rate as written, or the override applied */
+    rate_len = ngx_min(rrl_logged_rate((char *) rate, sizeof(rate), limit,
+                                       (char *) zone->rate.data,
+                                       zone->rate.len),
+                       sizeof(rate) - 1);
+
     /* twice: its length, then the message */
 
     for (p = NULL, len = 0; /* void */; /* void */) {
         len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
                                     outcome, limit->zone, limit->zone_len,
                                     limit->key, limit->key_len,
-                                    (char *) zone->rate.data, zone->rate.len,
+                                    (char *) rate, rate_len,
                                     ctx->decision.retry_after);
         if (p || len == 0) {
             break;

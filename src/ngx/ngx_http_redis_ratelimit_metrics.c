@@ -208,12 +208,11 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
             (void) ngx_atomic_fetch_add(&entry->requests[counter], 1);
         }
 
-        /* found in Redis (not the deny cache's): kinds 0 .. 3 */
-        if (entry && ctx->replied
-            && ctx->call_limits[i].override != RRL_OVERRIDE_NONE)
-        {
-            (void) ngx_atomic_fetch_add(
-                       &entry->overrides[ctx->call_limits[i].override - 1], 1);
+        counter = rrl_metrics_override_counter(ctx->call_limits[i].override,
+                                               ctx->replied);
+
+        if (entry && counter >= 0) {
+            (void) ngx_atomic_fetch_add(&entry->overrides[counter], 1);
         }
     }
 }
