@@ -214,8 +214,8 @@ my $r = $n->get('/?key=r5');
 is($r->{status}, 429, '5r/h burst=1, 7: 429');
 is($r->{h}{'x-ratelimit-limit'}, 6, '5r/h burst=1, 7: Limit 6');
 is($t->redis('GET', 'rrl:{fw:r5}:fw'), "$w:6", '5r/h burst=1: the state counts 6');
-is(scalar($n->grep_log(qr/limiting requests by zone "fw", key "r5"/)), 1,
-    '5r/h burst=1: the rejection logged');
+is(scalar($n->grep_log(qr/limiting requests by zone "fw", key "r5", rate 5r\/h \(override\), retry after \d+s/)), 1,
+    '5r/h burst=1: the rejection logged with the rate applied');
 
 # the same key without its override: the zone's 2r/h (already over)
 $r = $n->get('/plain/?key=r5');
@@ -273,7 +273,7 @@ for my $i (1 .. 3) {
         or diag "Retry-After $ra";
 }
 is($t->redis('EXISTS', 'rrl:{fw:bad}:fw'), 0, 'block: nothing counted');
-is(scalar($n->grep_log(qr/limiting requests by zone "fw", key "bad"/)), 1,
+is(scalar($n->grep_log(qr/limiting requests by zone "fw", key "bad", rate block \(override\), retry after 3600s/)), 1,
     'block: the rejection logged (then the deny cache\'s)');
 is(scalar($n->grep_log(qr/limiting requests by zone "fw" \(cached\), key "bad"/)), 2,
     'block: learned by the deny cache');
