@@ -6,7 +6,8 @@
 # on either server, with no reload; and under concurrent traffic from both
 # servers: unlimited lets everything through and counts nothing, block
 # rejects every request sent after it was set, and once it is deleted the
-# zone's rate lets exactly its N through in all.
+# zone's rate lets exactly its N through in all. With Redis down, fail
+# local knows no overrides: an unlimited key gets the zone's limit.
 
 use strict;
 use warnings;
@@ -37,6 +38,10 @@ http {
         redis_ratelimit zone=live;
 
         location / {
+        }
+        location /local/ {
+            alias %%TESTDIR%%/html/;
+            redis_ratelimit_fail local;
         }
         location = /metrics {
             redis_ratelimit_metrics;
@@ -163,5 +168,17 @@ ok($passed_late - $passed_unsure == 3,
 is(scalar(grep { $_->{status} eq '200' && $_->{start} > $t_block && $_->{end} < $t_del0 } @late),
     0, 'none passed while blocked');
 is($t->redis('GET', 'rrl:{live:c}:fw'), "$w:3", 'Redis counted only the 3');
+
+###########################################################################
+# fail local: the zone's own limit, whatever the override
+
+$t->redis('SET', 'rrl:{live:loc}:limit', 'unlimited');
+my @st = map { brief($n[0]->get('/local/?key=loc')) } 1 .. 5;
+is("@st", join(' ', ('200 - -') x 5), 'fail local, Redis up: unlimited');
+$t->stop_redis;
+@st = map { my $r = $n[0]->get('/local/?key=loc');
+    brief($r) . ' ' . ($r->{h}{'x-rl-status'} // '-') } 1 .. 4;
+is("@st", '200 3 2 FAILED_LOCAL 200 3 1 FAILED_LOCAL 200 3 0 FAILED_LOCAL 429 3 0 FAILED_LOCAL',
+    'fail local, Redis down: the zone\'s 3r/h, not the override');
 
 $t->done_testing;
