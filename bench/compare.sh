@@ -7,7 +7,7 @@
 # nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|b|c|d|t|all (all)]
+#                    [--scenario a|o|b|c|d|t|all (all)]
 #                    [--module SO] [--tls-module SO]
 #
 # Each nginx has one worker and serves the same 6-byte static file on
@@ -30,6 +30,9 @@
 #      (certificates made by openssl here): the ratio TLS/TCP
 #   a  all requests pass: 1000r/s per key, fixed_window and sliding_window
 #      (one run of six targets; bare and limit_req are shared by both tables)
+#   o  live overrides' cost: scenario (a)'s zones, the module alone, with
+#      and without overrides=on (no override key set: every check does
+#      its one GET in the same EVALSHA): Redis CPU and commands per request
 #   b  three limits per request, sliding_window: per key 1000r/s, per key
 #      60000r/m, one global 1000000000r/h (limit_req: 1000r/s, 1000r/s and
 #      277778r/s, each with a burst of one second, nodelay)
@@ -89,8 +92,8 @@ while [ $# -gt 0 ]; do
 done
 
 case $scenarios in
-    all) scenarios="a b c d t" ;;
-    a|b|c|d|t) ;;
+    all) scenarios="a o b c d t" ;;
+    a|o|b|c|d|t) ;;
     *) bad_usage ;;
 esac
 case "$rounds$seconds" in
@@ -226,10 +229,10 @@ start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
 
 # ---------------------------------------------------------------- nginx
 
-# locations shared by every instance: /a-fw/ /a-sw/ /b/ /c/
+# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/
 locations() { # KIND
     local kind=$1 loc body
-    for loc in a-fw a-sw b c; do
+    for loc in a-fw a-sw o-fw o-sw b c; do
         case $kind:$loc in
             bare:*) body= ;;
             limit_req:a-*) body="limit_req zone=lr_key burst=1000 nodelay;" ;;
@@ -243,12 +246,14 @@ locations() { # KIND
             peer:c) body="access_by_lua_block { rrl_peer.check(rrl_c, ngx.var.arg_k) }" ;;
             module:a-fw) body="redis_ratelimit zone=a_fw;" ;;
             module:a-sw) body="redis_ratelimit zone=a_sw;" ;;
+            module:o-fw) body="redis_ratelimit zone=o_fw;" ;;
+            module:o-sw) body="redis_ratelimit zone=o_sw;" ;;
             module:b) body="redis_ratelimit zone=b_key_s;
             redis_ratelimit zone=b_key_m;
             redis_ratelimit zone=b_global;" ;;
             module:c) body="redis_ratelimit zone=c_bot;" ;;
             tls:a-fw) body="redis_ratelimit zone=a_fw;" ;;
-            tls:*) body= ;;
+            *) body= ;;
         esac
         cat <<CONF
         location /$loc/ {
@@ -300,6 +305,11 @@ CONF
     redis_ratelimit_zone global zone=b_global rate=1000000000r/h;
     redis_ratelimit_zone \$arg_k zone=c_bot rate=10r/s;
     redis_ratelimit_log_level info;
+CONF
+            # scenario (o), in the module's own build only
+            [ "$1" = tls ] || cat <<'CONF'
+    redis_ratelimit_zone $arg_k zone=o_fw rate=1000r/s algorithm=fixed_window overrides=on;
+    redis_ratelimit_zone $arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
 CONF
             ;;
     esac
@@ -568,6 +578,7 @@ ratios() { # BARE LIMIT_REQ PEER MODULE
 estimate=0
 for s in $scenarios; do
     case $s in a) estimate=$((estimate + 6)) ;; t) estimate=$((estimate + 2)) ;;
+        o) estimate=$((estimate + 5)) ;;
         *) estimate=$((estimate + 4)) ;; esac
 done
 echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
@@ -589,6 +600,17 @@ for s in $scenarios; do
         table "(a) all requests pass, sliding_window, 1000r/s per key (bare and limit_req: the same runs as above)" \
             a.bare a.limit_req a.peer_sw a.module_sw
         ratios a.bare a.limit_req a.peer_sw a.module_sw
+        ;;
+    o)
+        target o.bare bare /a-fw/index.html $nkeys - "bare nginx"
+        for a in fw sw; do
+            target o.$a module /a-$a/index.html $nkeys "127.0.0.1:$redis_port" "module, $a"
+            target o.${a}_on module /o-$a/index.html $nkeys "127.0.0.1:$redis_port" "module, $a, overrides=on"
+        done
+        run o.bare o.fw o.fw_on o.sw o.sw_on
+        table "(o) scenario (a) with and without overrides=on (no override set: one GET per check)" \
+            o.bare o.fw o.fw_on o.sw o.sw_on
+        echo "  ratios (req/s): fw on/off $(ratio o.fw_on o.fw)  sw on/off $(ratio o.sw_on o.sw)"
         ;;
     b)
         target b.bare bare /b/index.html $nkeys - "bare nginx"

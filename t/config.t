@@ -80,6 +80,10 @@ my @bad = (
         'invalid value "overrides=On" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
     ['unknown zone parameter', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s foo=1; # HERE\n"),
         'invalid parameter "foo=1" in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['overrides empty', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=; # HERE\n"),
+        'invalid value "overrides=" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
+    ['overrides in capitals, before rate', http_conf("    redis_ratelimit_zone \$a zone=z overrides=ON rate=1r/s; # HERE\n"),
+        'invalid value "overrides=ON" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
     ['zone in a server', http_conf("    server {\n        redis_ratelimit_zone \$a zone=z rate=1r/s; # HERE\n    }\n"),
         '"redis_ratelimit_zone" directive is not allowed here in FILE:LINE'],
 
@@ -361,6 +365,8 @@ http {
     redis_ratelimit_zone $arg_k zone=tens rate=3r/10s;
     redis_ratelimit_zone $arg_k zone=log_at_its_bound rate=9990r/h burst=10 algorithm=sliding_log;
     redis_ratelimit_zone $arg_k zone=window_over_it rate=1000000r/s algorithm=sliding_window;
+    redis_ratelimit_zone $arg_k zone=overridden rate=10r/m algorithm=token_bucket burst=5 overrides=on;
+    redis_ratelimit_zone $arg_k zone=not_overridden overrides=off rate=10r/m;
 
     redis_ratelimit zone=ip;
     redis_ratelimit_status 503;
