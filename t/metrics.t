@@ -77,16 +77,7 @@ sub get {
 }
 
 # the metrics as { 'name{labels}' => value }, and the text
-sub metrics {
-    my $r = $n->get('/metrics');
-    my %m;
-    for (split /\n/, $r->{body}) {
-        next if /^#/;
-        my ($k, $v) = /^(\S+) (\S+)$/ or next;
-        $m{$k} = $v;
-    }
-    return (\%m, $r);
-}
+sub metrics { $n->metrics }
 
 sub req { my ($zone, $status) = @_;
     "redis_ratelimit_requests_total{zone=\"$zone\",status=\"$status\"}" }

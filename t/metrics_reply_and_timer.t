@@ -48,14 +48,7 @@ http {
 }
 EOF2
 
-sub metrics {
-    my %m;
-    for (split /\n/, $n->get('/metrics')->{body}) {
-        my ($k, $v) = /^([^#]\S*) (\S+)$/ or next;
-        $m{$k} = $v;
-    }
-    return \%m;
-}
+sub metrics { ($n->metrics)[0] }
 
 my ($worker) = $n->worker_pids;
 my $cpu = 1;

@@ -119,14 +119,8 @@ sub rl_headers {
 }
 
 sub metrics {
-    my $r = $n->get('/metrics');
-    my %m;
-    for (split /\n/, $r->{body}) {
-        next if /^#/;
-        my ($k, $v) = /^(\S+) (\S+)$/ or next;
-        $m{$k} = $v;
-    }
-    return (\%m, $r->{body});
+    my ($m, $r) = $n->metrics;
+    return ($m, $r->{body});
 }
 
 sub ov { "redis_ratelimit_overrides_total{zone=\"$_[0]\",kind=\"$_[1]\"}" }

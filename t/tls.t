@@ -111,14 +111,7 @@ my $tp = RRL::Test::free_port();
 $t->start_redis(args => ['--bind', '127.0.0.1', '-::1',
     RRL::Tls::server_args($srv, $tp)]);
 
-sub metrics {
-    my ($inst) = @_;
-    my %m;
-    for (split /\n/, $inst->get('/metrics')->{body}) {
-        $m{$1} = $2 if /^(\S+) (\S+)$/;
-    }
-    return \%m;
-}
+sub metrics { ($_[0]->metrics)[0] }
 
 my $TLS_ERRORS = 'redis_ratelimit_redis_errors_total{kind="tls_handshake"}';
 

@@ -908,6 +908,19 @@ sub http {
 
 sub get { my ($self, $uri, %o) = @_; $self->http('GET', $uri, %o) }
 
+# GET /metrics (or uri): { 'name{labels}' => value }, and the response
+sub metrics {
+    my ($self, $uri) = @_;
+    my $r = $self->get($uri // '/metrics');
+    my %m;
+    for (split /\n/, $r->{body} // '') {
+        next if /^#/;
+        my ($k, $v) = /^(\S+) (\S+)$/ or next;
+        $m{$k} = $v;
+    }
+    return (\%m, $r);
+}
+
 sub parallel {
     my ($self, @uris) = @_;
     return RRL::Test::http_parallel($self->port, @uris);
