@@ -114,12 +114,9 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
         rc = ngx_http_redis_ratelimit_lease_check(r, ctx);
 
-        if (rc == NGX_OK) {
-            /* decided from leases: as a reply, no Redis call */
-            outcome = RRL_OUTCOME_REPLY;
-
-        } else if (rc == NGX_ERROR) {
-            outcome = RRL_OUTCOME_FAILED;
+        if (rc != NGX_DECLINED) {
+            /* decided from leases, as by a reply of Redis's (or failed) */
+            outcome = (rc == NGX_OK) ? RRL_OUTCOME_REPLY : RRL_OUTCOME_FAILED;
 
         } else if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
             outcome = RRL_OUTCOME_CACHED;

@@ -44,11 +44,15 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
+    if (rmcf->lease_zone == NULL) {
+        return NGX_DECLINED;
+    }
+
     entries = ngx_pcalloc(r->pool, ctx->nlimits * sizeof(void *));
     renew = ngx_palloc(r->pool, ctx->nlimits * sizeof(uint64_t));
 
-    if (rmcf->lease_zone == NULL || entries == NULL || renew == NULL) {
-        return NGX_DECLINED;
+    if (entries == NULL || renew == NULL) {
+        return NGX_ERROR;
     }
 
     shm = rmcf->lease_zone->data;
