@@ -148,15 +148,16 @@ TEST(ZoneConf, Lease) {
 TEST(ZoneConf, LeaseRefused) {
     EXPECT_EQ(
         error_of({"zone=z", "rate=1r/s", "lease=10%", "algorithm=sliding_log"}),
-        "\"lease=10%\" with \"algorithm=sliding_log\" in "
-        "\"redis_ratelimit_zone\" directive: a sliding_log keeps each "
-        "request's own time: a lease cannot take units ahead");
+        "\"lease=10%\" cannot be used with \"algorithm=sliding_log\" (a "
+        "sliding_log keeps each request's own time: a lease cannot take "
+        "units ahead) in \"redis_ratelimit_zone\" directive");
     for (std::string_view a : {"leaky_bucket", "gcra"}) {
         EXPECT_EQ(error_of({"zone=z", "algorithm=" + std::string(a),
                             "rate=1r/s", "lease=7%"}),
-                  "\"lease=7%\" with \"algorithm=leaky_bucket\" in "
-                  "\"redis_ratelimit_zone\" directive: a leaky bucket spaces "
-                  "each request: a lease cannot take units ahead");
+                  "\"lease=7%\" cannot be used with "
+                  "\"algorithm=leaky_bucket\" (a leaky bucket spaces each "
+                  "request: a lease cannot take units ahead) in "
+                  "\"redis_ratelimit_zone\" directive");
     }
     EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "overrides=on", "lease=100%"}),
               "\"lease=100%\" and \"overrides=on\" together are not "

@@ -104,15 +104,19 @@ std::string zone_conf_done(ZoneConf& conf, std::string_view directive) {
         std::string lease = quoted("lease=" + std::to_string(conf.lease) + "%");
         // a lease takes units ahead of the requests that use them: an
         // algorithm that keeps each request's time or spacing cannot
+        std::string reason;
         if (conf.algorithm == RRL_SLIDING_LOG) {
-            return lease + with + in_directive(directive) +
-                   ": a sliding_log keeps each request's own time: a lease "
-                   "cannot take units ahead";
+            reason =
+                "a sliding_log keeps each request's own time: a lease cannot "
+                "take units ahead";
+        } else if (conf.algorithm == RRL_LEAKY_BUCKET) {
+            reason =
+                "a leaky bucket spaces each request: a lease cannot take "
+                "units ahead";
         }
-        if (conf.algorithm == RRL_LEAKY_BUCKET) {
-            return lease + with + in_directive(directive) +
-                   ": a leaky bucket spaces each request: a lease cannot "
-                   "take units ahead";
+        if (!reason.empty()) {
+            return lease + " cannot be used" + with + " (" + reason + ")" +
+                   in_directive(directive);
         }
         if (conf.overrides) {
             return lease + " and \"overrides=on\" together are not supported" +
