@@ -203,6 +203,9 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
     if (!lease_same_zone(limit, *entry)) reset_to_zone(limit, entry);
 
+    // sized on the demand so far, as a key never seen gets 1: the cost is
+    // asked for on its own
+    std::uint64_t size = lease_size(limit, lease_rate(*entry, now_us), wall_us);
     count_demand(entry, limit.cost, now_us);
 
     if (now_us >= entry->lease_end_us && entry->units > 0) {
@@ -213,8 +216,7 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
         entry->units = 0;
     }
 
-    *want = add_sat(limit.cost,
-                    lease_size(limit, lease_rate(*entry, now_us), wall_us));
+    *want = add_sat(limit.cost, size);
 }
 
 int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
