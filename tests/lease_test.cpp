@@ -602,4 +602,29 @@ TEST(LeaseDemand, DecidedRequestsCountAndKeepTheEntry) {
     EXPECT_EQ(e.end_us, kNow + 3 * kSecond);
 }
 
+TEST(LeaseDemand, HugeCountsSaturate) {
+    constexpr std::uint64_t kMax = UINT64_MAX;
+    rrl_lease_limit_t l = lease_limit(RRL_FIXED_WINDOW, kMax / 2, 86400000, 100,
+                                      kMax / 2, kMax / 2);
+    rrl_lease_entry_t e = alive(l, kMax / 2);
+    e.lease_end_us = kNow + 3000 * kSecond * 1000;
+    e.seen_cur = kMax - 1;
+    e.known = kMax;
+    e.used = 0;
+    rrl_lease_entry_t* entries[] = {&e};
+    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    int renew[1];
+
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
+                               values, renew),
+              1);
+    EXPECT_EQ(e.seen_cur, kMax);
+    EXPECT_EQ(e.units, 0u);
+    EXPECT_EQ(values[3], INT64_MAX);
+    EXPECT_EQ(renew[0], 1);  // rate x time left, saturated, is >= 1
+
+    // a second's demand at most, the whole capacity at most
+    EXPECT_EQ(want_of(l, &e).want, kMax);
+}
+
 }  // namespace
