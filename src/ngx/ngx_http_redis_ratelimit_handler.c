@@ -287,7 +287,6 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         c->burst = zone->burst;
         c->overrides = zone->overrides;
         c->override = RRL_OVERRIDE_NONE;
-        c->lease = 0;
         c->key = key.data;
         c->key_len = key.len;
         c->delay = limits[i].delay;
