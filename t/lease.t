@@ -425,10 +425,11 @@ my $w = $t->wait_window($H, 30) / $H - 1;
 {
     my $P = 4;
     my $end = $t->wait_window($P, 3);
-    my @st = map { $n->get('/local/?key=f')->{h}{'x-rl-status'} } 1 .. 4;
-    is("@st", 'PASSED PASSED PASSED PASSED', 'fail local: 4 pass with Redis');
+    # 8 requests: the renewals grow with the demand, some units are left
+    my @st = map { $n->get('/local/?key=f')->{h}{'x-rl-status'} } 1 .. 8;
+    is("@st", join(' ', ('PASSED') x 8), 'fail local: 8 pass with Redis');
     sleep 0.2;
-    my $held = fw_count('rrl:{local:f}:fw') - 4;
+    my $held = fw_count('rrl:{local:f}:fw') - 8;
     cmp_ok($held, '>=', 1, "fail local: this server holds $held units");
 
     $t->stop_redis;
