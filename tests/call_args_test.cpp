@@ -271,7 +271,8 @@ TEST(CallReplyDecodeLease, AGrantAndItsLifetime) {
     LeaseDecoded x = decode(v, l);
     ASSERT_EQ(x.rc, RRL_OK);
     EXPECT_EQ(x.d.passed, 1);
-    EXPECT_EQ(x.r[0].remaining, 4);
+    // Redis's 4, and the 4 of the grant beyond the cost, held here
+    EXPECT_EQ(x.r[0].remaining, 8);
     EXPECT_EQ(x.r[1].remaining, 4);
     EXPECT_EQ(x.r[1].reset_after_us, 900000);
     EXPECT_EQ(l[0].lease_granted, 6u);
@@ -289,6 +290,21 @@ TEST(CallReplyDecodeLease, AGrantAndItsLifetime) {
     EXPECT_EQ(decode(v, l).rc, RRL_OK);
     EXPECT_EQ(l[0].lease_granted, 1u);
     v[6] = 0;
+    EXPECT_EQ(decode(v, l).rc, RRL_ERROR);
+}
+
+TEST(CallReplyDecodeLease, APassFromALeaseHeldGrantsNothing) {
+    auto l = two();
+    // the lease table's own reply: passed, no grant, no lifetime
+    std::vector<int64_t> v = {1, 1000, 1, 4, 1000000, 0,
+                              0, 0,    1, 4, 900000,  0};
+    LeaseDecoded x = decode(v, l);
+    ASSERT_EQ(x.rc, RRL_OK);
+    EXPECT_EQ(x.d.passed, 1);
+    EXPECT_EQ(l[0].lease_granted, 0u);
+    EXPECT_EQ(l[0].lease_ttl_us, 0);
+    // a lifetime without a grant is no reply of either
+    v[7] = 700000;
     EXPECT_EQ(decode(v, l).rc, RRL_ERROR);
 }
 

@@ -297,6 +297,23 @@ TEST_F(LeaseRenew, AlwaysAtZeroLeftWhenDemandIsExpected) {
     EXPECT_EQ(decide(), 1);
 }
 
+TEST_F(LeaseRenew, AtOneLeftWhenDemandIsExpected) {
+    // 2/s: one unit left after this request, so that the next one is served
+    // while the renewal is in flight (a client's next request does not race
+    // it to Redis); 2 x 0.5 s = 1 < 1 + 1: none expected beyond the one left
+    e.seen_cur = 1;
+    e.units = 2;
+    EXPECT_EQ(decide(), 0);
+    // 10/s: 5 expected before the end, more than the one left
+    e.seen_cur = 9;
+    e.units = 2;
+    EXPECT_EQ(decide(), 1);
+    // two left after: not yet
+    e.renewing_until_us = 0;
+    e.units = 3;
+    EXPECT_EQ(decide(), 0);
+}
+
 // --- want: sizing ---------------------------------------------------------
 
 TEST(LeaseSize, FollowsTheRateOverASecond) {
@@ -424,7 +441,8 @@ TEST(LeaseWant, ARenewalCountsNoDemand) {
 TEST(LeaseLearn, ANewLease) {
     rrl_lease_limit_t l = sw1000(3);
     rrl_lease_entry_t e{};
-    rrl_limit_result_t r = passed(400, 900 * kMs);
+    // Redis's 400, and the 20 of this grant held here
+    rrl_limit_result_t r = passed(420, 900 * kMs);
     std::int64_t sent = kNow - 1 * kMs;
 
     EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 23, 600 * kMs, kWall + 400 * kMs,
@@ -459,7 +477,7 @@ TEST(LeaseLearn, AfterAnEndedLeaseANewOne) {
 TEST(LeaseLearn, IntoALeaseAliveTheEarlierEnd) {
     rrl_lease_limit_t l = sw1000(2);
     rrl_lease_entry_t e = alive(l, 5);
-    rrl_limit_result_t r = passed(300, 400 * kMs);
+    rrl_limit_result_t r = passed(310, 400 * kMs);  // 300 + this grant's 10
     std::int64_t end = e.lease_end_us;
 
     EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 12, 800 * kMs, kWall + kSecond, kNow,
@@ -507,7 +525,7 @@ TEST(LeaseLearn, AnotherZonesEntryStartsAgain) {
     rrl_lease_entry_t e =
         alive(lease_limit(RRL_SLIDING_WINDOW, 1000, 2000, 10, 1), 40);
     e.seen_cur = 300;
-    rrl_limit_result_t r = passed(300, 400 * kMs);
+    rrl_limit_result_t r = passed(302, 400 * kMs);
 
     EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 3, 400 * kMs, kWall, kNow, kNow),
               RRL_LEASE_TAKEN);

@@ -124,6 +124,8 @@ std::optional<Lease> read_lease(const CallLimit& limit,
     // another limit of the request rejected it: nothing was committed (the
     // script may say what it would have granted, or 0)
     if (!committed) return Lease{0, 0};
+    // decided from a lease already held (the lease table's own reply)
+    if (g == 0 && ttl == 0) return Lease{0, 0};
     // a pass takes at least its cost (1 for a renewal)
     if (g < std::max(limit.cost, std::uint64_t{1})) return std::nullopt;
     return Lease{g, ttl};

@@ -102,6 +102,12 @@ std::string read_extras(const int64_t* values,
             auto read = rrl::read_lease(limit, r, committed, extra);
             if (!read) return "a bad lease";
             lease = *read;
+            // what this server's clients have left: Redis's, and the units
+            // of this grant beyond the cost, held here
+            if (lease.granted > limit.cost) {
+                compact[compact.size() - RRL_REPLY_PER_LIMIT + 1] +=
+                    static_cast<int64_t>(lease.granted - limit.cost);
+            }
         } else if (limit.overrides) {
             auto read = rrl::read_override(*limit.algorithm, r, extra);
             if (!read) return "a bad override";

@@ -75,8 +75,10 @@ bool should_renew(const rrl_lease_entry_t& entry, std::int64_t now_us) {
     LeaseRate units = entry.units;
     LeaseRate scale = kUsPerSecond * kUsPerSecond;
 
+    // one left at least: the next request is served while the renewal is
+    // in flight, rather than racing it to Redis for the key's last units
     bool low =
-        units == 0 || mul_sat(units, scale) < mul_sat(rate, kLeaseLowWaterUs);
+        units <= 1 || mul_sat(units, scale) < mul_sat(rate, kLeaseLowWaterUs);
     if (!low) return false;
 
     std::int64_t left = entry.lease_end_us - now_us;
@@ -245,8 +247,11 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
         event = RRL_LEASE_TAKEN;
     }
 
+    // the decoded remaining counts this grant's extra units as this
+    // server's (rrl_call_reply_decode()); known counts every unit it holds
     std::uint64_t remaining =
         result.remaining > 0 ? static_cast<std::uint64_t>(result.remaining) : 0;
+    remaining -= std::min(remaining, extra);
     entry->known = add_sat(remaining, entry->units);
     entry->used = 0;
     entry->reset_end_us =

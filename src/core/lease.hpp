@@ -27,7 +27,8 @@
 //
 // Renewal. After a request decided from the leases, a limit is renewed in
 // the background when all three hold:
-//   - units < rate x 50 ms (always when no unit is left): running low;
+//   - units < rate x 50 ms, or at most one left: running low (one left
+//     serves the next request while the renewal is in flight);
 //   - rate x (lease_end - now) >= 1 + units: more demand is expected before
 //     the lease ends than it has left (none is asked for a lease about to
 //     end on a quiet key);
