@@ -16,15 +16,9 @@
 #include "rrl_lease_call.h"
 
 
-#define NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE  (10 * 1024 * 1024)
-
-
 static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     size_t key_len, const rrl_call_limit_t *limit,
     const rrl_limit_result_t *result, int64_t redis_now, int64_t sent);
-
-
-static ngx_uint_t  ngx_http_redis_ratelimit_lease_tag;
 
 
 ngx_int_t
@@ -82,13 +76,11 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
             continue;
         }
 
-        if (rc == RRL_LEASE_DECIDED) {
+        if (rc == RRL_LEASE_DECIDED || ctx->call_limits[i].lease_back) {
             ngx_http_redis_ratelimit_metrics_lease(ctx->limits[i]->zone,
-                                    RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE);
-
-        } else if (ctx->call_limits[i].lease_back) {
-            ngx_http_redis_ratelimit_metrics_lease(ctx->limits[i]->zone,
-                                                   RRL_LEASE_GIVEN_BACK);
+                                    (rc == RRL_LEASE_DECIDED)
+                                    ? RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE
+                                    : RRL_LEASE_GIVEN_BACK);
         }
 
         if (renew[i]) {
@@ -189,37 +181,4 @@ ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     if (event >= 0) {
         ngx_http_redis_ratelimit_metrics_lease(arg, event);
     }
-}
-
-
-/* the table, when a zone has lease= */
-
-ngx_int_t
-ngx_http_redis_ratelimit_lease_init_conf(ngx_conf_t *cf,
-    ngx_http_redis_ratelimit_main_conf_t *rmcf)
-{
-    ngx_str_t                         name;
-    ngx_uint_t                        i;
-    ngx_http_redis_ratelimit_zone_t  *zone;
-
-    zone = rmcf->zones.elts;
-
-    for (i = 0; i < rmcf->zones.nelts; i++) {
-        if (zone[i].lease) {
-            ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME);
-
-            /* a reload keeps the entries: those of changed zones are none */
-            rmcf->lease_zone = ngx_http_redis_ratelimit_shm_add(cf, &name,
-                                   NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE,
-                                   &ngx_http_redis_ratelimit_lease_tag,
-                                   sizeof(ngx_http_redis_ratelimit_shm_t),
-                                   sizeof(rrl_lease_entry_t),
-                                   offsetof(rrl_lease_entry_t, end_us),
-                                   "lease table");
-
-            return rmcf->lease_zone ? NGX_OK : NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
 }

@@ -12,6 +12,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_shm.h"
+#include "rrl_lease.h"
 
 
 static void ngx_http_redis_ratelimit_core_log(void *data, int level,
@@ -193,6 +195,7 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_redis_ratelimit_main_conf_t *rmcf = conf;
 
+    ngx_str_t                         name;
     const char                       *sha1;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -211,10 +214,24 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK
-        || ngx_http_redis_ratelimit_lease_init_conf(cf, rmcf) != NGX_OK)
-    {
+    if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK) {
         return NGX_CONF_ERROR;
+    }
+
+    if (rmcf->leases) {
+        /* a reload keeps the entries: those of changed zones are none */
+        ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME);
+
+        rmcf->lease_zone = ngx_http_redis_ratelimit_shm_add(cf, &name,
+                               NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE,
+                               &ngx_http_redis_ratelimit_module,
+                               sizeof(ngx_http_redis_ratelimit_shm_t),
+                               sizeof(rrl_lease_entry_t),
+                               offsetof(rrl_lease_entry_t, end_us),
+                               "lease table");
+        if (rmcf->lease_zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     rmcf->script_sha1.data = (u_char *) sha1;

@@ -35,6 +35,7 @@
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      RRL_CONF_METRICS_ZONE
 #define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         RRL_CONF_DENY_ZONE
 #define NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME        "redis_ratelimit_lease"
+#define NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE        (10 * 1024 * 1024)
 
 
 typedef struct {
@@ -103,7 +104,8 @@ typedef struct {
     ngx_shm_zone_t              *deny_zone;   /* NULL: off */
 
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
-    ngx_shm_zone_t              *lease_zone;  /* NULL: no zone has lease= */
+    ngx_flag_t                   leases;      /* a zone has lease= */
+    ngx_shm_zone_t              *lease_zone;
 
     ngx_str_t                    script_sha1;
 
@@ -251,9 +253,6 @@ rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
 /* lease: "lease=P%", units taken ahead in a shared memory table */
-
-ngx_int_t ngx_http_redis_ratelimit_lease_init_conf(ngx_conf_t *cf,
-    ngx_http_redis_ratelimit_main_conf_t *rmcf);
 /*
  * NGX_OK: decided from the leases of every limit, ctx->result holds the
  * reply Redis would send. NGX_DECLINED: ask Redis (the call's arguments
