@@ -51,7 +51,7 @@ extern "C" {
 
 int rrl_lease_call_check(rrl_call_limit_t* limits,
                          rrl_lease_entry_t* const* entries, size_t n,
-                         int64_t now_us, int64_t wall_us,
+                         int ask, int64_t now_us, int64_t wall_us,
                          int64_t renew_timeout_us, int64_t* values,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
@@ -81,6 +81,7 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
             }
             return RRL_LEASE_DECIDED;
         }
+        if (!ask) return RRL_LEASE_NONE;
 
         for (std::size_t i = 0; i < n; i++) {
             if (limits[i].lease == 0) continue;

@@ -25,11 +25,13 @@ extern "C" {
  * table, or NULL (none, or not a lease zone's). DECIDED when every limit
  * is a lease zone's with units left: taken, values is the script's reply
  * (rrl_reply_values() integers), renew[i] the units a renewal of limit i
- * wants now (0: none; the entry then has one in flight). ASK: each lease
- * limit's lease_want, lease_back and lease_back_at are set.
+ * wants now (0: none; the entry then has one in flight). Else, with ask,
+ * ASK: each lease limit's lease_want, lease_back and lease_back_at are set;
+ * without, NONE and nothing changed (a request Redis refused, tried again
+ * on the units its server's other grants brought meanwhile).
  */
 int rrl_lease_call_check(rrl_call_limit_t *limits,
-    rrl_lease_entry_t *const *entries, size_t n, int64_t now_us,
+    rrl_lease_entry_t *const *entries, size_t n, int ask, int64_t now_us,
     int64_t wall_us, int64_t renew_timeout_us, int64_t *values,
     uint64_t *renew) RRL_NOEXCEPT;
 

@@ -59,9 +59,14 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_FAILED;
     }
 
-    if (ctx->replied) {
-        /* Redis's own reply, not one decided from leases */
-        ngx_http_redis_ratelimit_lease_learn(r, ctx);
+    /* Redis's own reply (not the leases'): refused, then decided anew */
+    if (ctx->replied && ngx_http_redis_ratelimit_lease_learn(r, ctx) == NGX_OK
+        && rrl_call_reply_decode(result->values, result->nvalues,
+                                 ctx->call_limits, ctx->nlimits,
+                                 ctx->limit_results, &ctx->decision)
+           != RRL_OK)
+    {
+        return RRL_OUTCOME_FAILED;
     }
 
     /* an invalid override: the zone's rate applied; its first one logged */

@@ -21,9 +21,23 @@ static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     const rrl_limit_result_t *result, int64_t redis_now, int64_t sent);
 
 
+static ngx_int_t ngx_http_redis_ratelimit_lease_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
+
+
 ngx_int_t
 ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
+{
+    return ngx_http_redis_ratelimit_lease_decide(r, ctx, 1);
+}
+
+
+/* ask: when not decided, what each lease limit wants of Redis */
+
+static ngx_int_t
+ngx_http_redis_ratelimit_lease_decide(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask)
 {
     int64_t                                now;
     uint64_t                              *renew;
@@ -64,7 +78,8 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
         entries[i] = sn ? (rrl_lease_entry_t *) sn->entry : NULL;
     }
 
-    rc = rrl_lease_call_check(ctx->call_limits, entries, ctx->nlimits, now,
+    rc = rrl_lease_call_check(ctx->call_limits, entries, ctx->nlimits, ask,
+                              now,
                               (int64_t) tp->sec * 1000000 + tp->msec * 1000,
                               (int64_t) (rmcf->timeout + 1000) * 1000,
                               ctx->result.values, renew);
@@ -76,7 +91,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
             continue;
         }
 
-        if (rc == RRL_LEASE_DECIDED || ctx->call_limits[i].lease_back) {
+        if ((rc == RRL_LEASE_DECIDED && ask) || ctx->call_limits[i].lease_back) {
             ngx_http_redis_ratelimit_metrics_lease(ctx->limits[i]->zone,
                                     (rc == RRL_LEASE_DECIDED)
                                     ? RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE
@@ -115,9 +130,13 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 }
 
 
-/* Redis's decoded reply to the request: its lease limits' grants */
+/*
+ * Redis's decoded reply to the request: its lease limits' grants. NGX_OK:
+ * refused, then decided from the units that grants to this server's other
+ * requests brought meanwhile (ctx->result holds the leases' reply).
+ */
 
-void
+ngx_int_t
 ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
@@ -142,6 +161,9 @@ ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
                                                    ctx->sent);
         }
     }
+
+    return ctx->decision.passed ? NGX_DECLINED
+                                : ngx_http_redis_ratelimit_lease_decide(r, ctx, 0);
 }
 
 

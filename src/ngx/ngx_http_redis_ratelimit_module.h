@@ -260,8 +260,8 @@ rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/* Redis's reply to the request, decoded: its grants into the table */
-void ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
+/* Redis's decoded reply: its grants; NGX_OK: refused, then decided anew */
+ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
