@@ -85,9 +85,18 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
 
         for (std::size_t i = 0; i < n; i++) {
             if (limits[i].lease == 0) continue;
-            rrl_lease_want(&l[i], entries[i], now_us, wall_us,
-                           &limits[i].lease_want, &limits[i].lease_back,
-                           &limits[i].lease_back_at);
+            rrl_lease_entry_t* e = entries[i];
+            // one grant beyond the cost in flight at a time: requests that
+            // come meanwhile ask for their cost alone, so that a server's
+            // concurrent requests do not each take a lease
+            bool in_flight = e != nullptr && e->renewing_until_us > now_us;
+            rrl_lease_want(&l[i], e, now_us, wall_us, &limits[i].lease_want,
+                           &limits[i].lease_back, &limits[i].lease_back_at);
+            if (in_flight) {
+                limits[i].lease_want = limits[i].cost;
+            } else if (e != nullptr) {
+                e->renewing_until_us = now_us + renew_timeout_us;
+            }
         }
         return RRL_LEASE_ASK;
     });
@@ -103,8 +112,12 @@ int rrl_lease_call_learn(const rrl_call_limit_t* limit,
     }
 
     rrl_lease_limit_t l = lease_limit(*limit, limit->cost);
-    return rrl_lease_learn(&l, entry, result, limit->lease_granted,
-                           limit->lease_ttl_us, redis_now_us, sent_us, now_us);
+    int event = rrl_lease_learn(&l, entry, result, limit->lease_granted,
+                                limit->lease_ttl_us, redis_now_us, sent_us,
+                                now_us);
+    // the grant in flight (a request's or a renewal's) has landed
+    entry->renewing_until_us = 0;
+    return event;
 }
 
 int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,

@@ -26,7 +26,9 @@ extern "C" {
  * is a lease zone's with units left: taken, values is the script's reply
  * (rrl_reply_values() integers), renew[i] the units a renewal of limit i
  * wants now (0: none; the entry then has one in flight). Else, with ask,
- * ASK: each lease limit's lease_want, lease_back and lease_back_at are set;
+ * ASK: each lease limit's lease_want, lease_back and lease_back_at are set
+ * (the cost alone while a grant beyond a cost is in flight for its entry;
+ * else this one is, until renew_timeout_us or its answer);
  * without, NONE and nothing changed (a request Redis refused, tried again
  * on the units its server's other grants brought meanwhile).
  */

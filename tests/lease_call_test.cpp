@@ -1,0 +1,167 @@
+// The lease rules on a request's call limits (rrl_lease_call.h): what is
+// decided from leases, what a call to Redis asks for, and Redis's answers.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "call_limit.hpp"
+#include "rrl_lease_call.h"
+
+namespace {
+
+constexpr std::int64_t kMs = 1000;
+constexpr std::int64_t kNow = 5000 * 1000 * kMs;
+constexpr std::int64_t kWall = std::int64_t{1699999980} * 1000 * kMs;
+constexpr std::int64_t kTimeout = 300 * kMs;
+
+// sliding_window 1000r/s, lease=10%
+rrl_call_limit_t lease_limit(std::uint64_t cost = 1) {
+    rrl_call_limit_t l =
+        rrl_test::call_limit("z", RRL_SLIDING_WINDOW, 1000, 1000, 0);
+    l.lease = 10;
+    l.cost = cost;
+    return l;
+}
+
+// the entry of a lease of l's zone, alive for 500 ms more
+rrl_lease_entry_t alive(const rrl_call_limit_t& l, std::uint64_t units) {
+    rrl_lease_entry_t e{};
+    e.end_us = kNow + 2000 * kMs;
+    e.lease_end_us = kNow + 500 * kMs;
+    e.units = units;
+    e.known = 500;
+    e.seen_since_us = kNow;
+    e.limit = l.limit;
+    e.period_ms = l.period_ms;
+    e.burst = l.burst;
+    e.algorithm = l.algorithm;
+    return e;
+}
+
+struct Check {
+    int rc;
+    std::vector<std::int64_t> values;
+    std::vector<std::uint64_t> renew;
+};
+
+Check check(std::vector<rrl_call_limit_t>& l,
+            std::vector<rrl_lease_entry_t*> entries, int ask = 1) {
+    Check c{0, std::vector<std::int64_t>(64, -7),
+            std::vector<std::uint64_t>(l.size(), 99)};
+    c.rc = rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
+                                kWall, kTimeout, c.values.data(),
+                                c.renew.data());
+    return c;
+}
+
+}  // namespace
+
+TEST(LeaseCallCheck, NoLeaseLimitIsNone) {
+    std::vector<rrl_call_limit_t> l = {
+        rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0)};
+    EXPECT_EQ(check(l, {nullptr}).rc, RRL_LEASE_NONE);
+}
+
+TEST(LeaseCallCheck, DecidedFromTheLeaseAsTheScriptWouldReply) {
+    std::vector<rrl_call_limit_t> l = {lease_limit()};
+    rrl_lease_entry_t e = alive(l[0], 10);
+    Check c = check(l, {&e});
+    ASSERT_EQ(c.rc, RRL_LEASE_DECIDED);
+    EXPECT_EQ(e.units, 9u);
+    EXPECT_EQ(c.values[0], 1);
+    EXPECT_EQ(c.values[1], kWall);
+    EXPECT_EQ(c.values[2], 1);      // passed
+    EXPECT_EQ(c.values[3], 499);    // known - used
+    EXPECT_EQ(c.values[6], 0);      // no grant
+    EXPECT_EQ(c.values[7], 0);      // no lifetime
+    EXPECT_EQ(c.renew[0], 0u);
+}
+
+TEST(LeaseCallCheck, ARenewalWantsItsSize) {
+    std::vector<rrl_call_limit_t> l = {lease_limit()};
+    rrl_lease_entry_t e = alive(l[0], 2);  // one left after: renewed
+    e.seen_cur = 99;                        // 100/s
+    Check c = check(l, {&e});
+    ASSERT_EQ(c.rc, RRL_LEASE_DECIDED);
+    EXPECT_GE(c.renew[0], 1u);
+    EXPECT_LE(c.renew[0], 100u);  // at most 10% of 1000
+    EXPECT_EQ(e.renewing_until_us, kNow + kTimeout);
+}
+
+TEST(LeaseCallCheck, NotEnoughAsksRedisForTheCostAndALease) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(3)};
+    rrl_lease_entry_t e = alive(l[0], 2);
+    Check c = check(l, {&e});
+    ASSERT_EQ(c.rc, RRL_LEASE_ASK);
+    EXPECT_EQ(e.units, 2u);  // a lease alive keeps its units
+    EXPECT_GE(l[0].lease_want, 4u);
+    EXPECT_EQ(l[0].lease_back, 0u);
+    // the first to ask for more than its cost: one such grant in flight
+    EXPECT_EQ(e.renewing_until_us, kNow + kTimeout);
+}
+
+TEST(LeaseCallCheck, WhileAGrantIsInFlightAskOnlyForTheCost) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(3)};
+    rrl_lease_entry_t e = alive(l[0], 0);
+    e.renewing_until_us = kNow + 1;
+    Check c = check(l, {&e});
+    ASSERT_EQ(c.rc, RRL_LEASE_ASK);
+    EXPECT_EQ(l[0].lease_want, 3u);
+    EXPECT_EQ(e.renewing_until_us, kNow + 1);
+}
+
+TEST(LeaseCallCheck, AnExactLimitSendsTheRequestToRedis) {
+    std::vector<rrl_call_limit_t> l = {
+        lease_limit(), rrl_test::call_limit("x", RRL_FIXED_WINDOW, 5, 1000, 0)};
+    rrl_lease_entry_t e = alive(l[0], 10);
+    Check c = check(l, {&e, nullptr});
+    ASSERT_EQ(c.rc, RRL_LEASE_ASK);
+    EXPECT_EQ(e.units, 10u);  // nothing taken from the lease
+    EXPECT_GE(l[0].lease_want, 2u);
+    EXPECT_EQ(l[1].lease_want, 0u);
+}
+
+TEST(LeaseCallCheck, WithoutAskNothingChangesWhenNotDecided) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(3)};
+    rrl_lease_entry_t e = alive(l[0], 2);
+    rrl_lease_entry_t before = e;
+    Check c = check(l, {&e}, 0);
+    EXPECT_EQ(c.rc, RRL_LEASE_NONE);
+    EXPECT_EQ(l[0].lease_want, 0u);
+    EXPECT_EQ(e.units, before.units);
+    EXPECT_EQ(e.seen_cur, before.seen_cur);
+    EXPECT_EQ(e.renewing_until_us, before.renewing_until_us);
+    // and decided when the units are there
+    e.units = 3;
+    EXPECT_EQ(check(l, {&e}, 0).rc, RRL_LEASE_DECIDED);
+    EXPECT_EQ(e.units, 0u);
+}
+
+TEST(LeaseCallLearn, AGrantEndsTheOneInFlight) {
+    rrl_call_limit_t l = lease_limit(1);
+    l.lease_granted = 5;
+    l.lease_ttl_us = 400 * kMs;
+    rrl_lease_entry_t e = alive(l, 0);
+    e.renewing_until_us = kNow + kTimeout;
+    rrl_limit_result_t r{1, 104, 900 * kMs, 0};
+    EXPECT_EQ(rrl_lease_call_learn(&l, &r, &e, kWall, kNow, kNow),
+              RRL_LEASE_RENEWED);
+    EXPECT_EQ(e.units, 4u);
+    EXPECT_EQ(e.renewing_until_us, 0);
+}
+
+TEST(LeaseCallLearn, ARefusalAndAFailure) {
+    rrl_call_limit_t l = lease_limit(0);
+    rrl_lease_entry_t e = alive(l, 3);
+    e.renewing_until_us = kNow + kTimeout;
+    rrl_limit_result_t r{0, 0, 900 * kMs, 100 * kMs};
+    EXPECT_EQ(rrl_lease_call_learn(&l, &r, &e, kWall, kNow, kNow),
+              RRL_LEASE_REFUSED);
+    EXPECT_EQ(e.renewing_until_us, 0);
+    EXPECT_EQ(e.units, 3u);
+
+    e.renewing_until_us = kNow + kTimeout;
+    EXPECT_EQ(rrl_lease_call_learn(&l, nullptr, &e, 0, kNow, kNow), -1);
+    EXPECT_EQ(e.renewing_until_us, 0);
+}
