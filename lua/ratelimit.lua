@@ -235,17 +235,14 @@ local function parse(k, a, n)
       limit = whole(tonumber(ARGV[a + 2]), 1),
       period = whole(tonumber(ARGV[a + 3]), 1),
       burst = whole(tonumber(ARGV[a + 4]), 0),
+      cost = not lease and whole(tonumber(ARGV[a + 5]), 1),
     }
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
         tostring(ARGV[a + 1]))
     end
-    if lease then
-      if not lease_fields(l, ARGV[a + 5]) then
-        return nil, redis.error_reply(bad_arguments)
-      end
-    else
-      l.cost = whole(tonumber(ARGV[a + 5]), 1)
+    if lease and not lease_fields(l, ARGV[a + 5]) then
+      return nil, redis.error_reply(bad_arguments)
     end
     if not (l.limit and l.period and l.burst and l.cost) then
       return nil, redis.error_reply(bad_arguments)
