@@ -577,6 +577,16 @@ TEST_F(LeaseTest, TokenBucketGivesBackUpToBurstLessHeld) {
     EXPECT_EQ(r.granted, 6);
     EXPECT_EQ(state(l.key), "0:1700000000150000:" + str(kSlot + 1) + ":6:4");
 
+    // refused after a giveback under held units: the tokens stay capped
+    // once the units are held no more (6 + 0.5 refilled, not 9 + 0.5)
+    const Limit k = ten_per_second(RRL_TOKEN_BUCKET, "rrl:{z:a}:tb4");
+    ASSERT_EQ(one(kT, lease(k, 1, 4)).granted, 4);
+    r = one(kT + 150 * kMs, lease(k, 8, 8, 3, kT));
+    EXPECT_EQ(r.passed, 0);
+    EXPECT_EQ(r.remaining, 6);
+    EXPECT_EQ(state(k.key), "6:1700000000150000:" + str(kSlot + 1) + ":0:4");
+    EXPECT_EQ(probe(k, kT + 200 * kMs).remaining, 5);
+
     // once nothing is held: up to the burst
     const Limit m = ten_per_second(RRL_TOKEN_BUCKET, "rrl:{z:a}:tb2");
     ASSERT_EQ(one(kT, lease(m, 1, 4)).granted, 4);
