@@ -43,13 +43,6 @@ function fixed_window.commit(l)
   end
 end
 
--- A lease of g units after a passed check: commits g instead of the cost.
--- Returns the reset after (as a pass of g) and the lease's life (us).
-function fixed_window.lease(l, g)
-  l.cost = g
-  return l.ttl, l.ttl
-end
-
 -- Gives back a reservation made at `at` (units: its cost unless given):
 -- only its window's count holds it, and only while that window is the
 -- current one.
@@ -64,7 +57,7 @@ function fixed_window.release(l, at, now, units)
   return true
 end
 
--- The units left of an ended lease taken at `at`: as a release of them.
-function fixed_window.giveback(l, units, at, now)
-  return fixed_window.release(l, at, now, units)
-end
+-- Leases: a window's (see the driver); the units left of an ended lease
+-- taken at `at` go back as a release of them.
+fixed_window.leases = 'window'
+fixed_window.giveback = fixed_window.release

@@ -94,6 +94,11 @@ end
 local suffix = '+overrides'
 local lease_suffix = '+lease'
 
+-- Leases' functions, made with the first lease zone of a call (in
+-- algorithm_of): a script's every function is made again at each call
+-- (some 70 ns each), and the calls without leases would pay for them.
+local lease_fields, check_lease
+
 -- the algorithm named, its name when the zone has overrides=on (the name
 -- ends in the suffix), and whether the zone has lease= (the name ends in
 -- "+lease"; only for an algorithm that leases): looked at only when the
@@ -107,23 +112,53 @@ local function algorithm_of(name)
   end
   if #name > #lease_suffix and name:sub(-#lease_suffix) == lease_suffix then
     a = algorithms[name:sub(1, -#lease_suffix - 1)]
-    if a and a.lease then return a, false, true end
+    if a and a.leases then
+      if a.make_leases then a.make_leases() end
+      if not check_lease then
+        -- The cost field "C:W:B:T" of a lease limit into l (cost C, want
+        -- W, back B, back_at T); false when it is not four whole numbers
+        -- with W >= max(C, 1).
+        lease_fields = function(l, field)
+          local c, w, b, t = string.match(field, '^(%d+):(%d+):(%d+):(%d+)$')
+          if not c then return false end
+          c, b, t = whole(tonumber(c), 0), whole(tonumber(b), 0),
+            whole(tonumber(t), 0)
+          if not (c and b and t) then return false end
+          w = whole(tonumber(w), math.max(c, 1))
+          if not w then return false end
+          l.cost, l.want, l.back, l.back_at = c, w, b, t
+          return true
+        end
+        -- The check of a lease limit: gives B back (whatever follows),
+        -- checks a cost of max(C, 1), and on a pass grants G = min(W,
+        -- available), which its commit takes instead of the cost: the
+        -- algorithm's check's four values, G and the lease's life (us);
+        -- 0, 0 when refused.
+        check_lease = function(l, now)
+          local al = l.algorithm
+          if l.back > 0 then al.giveback(l, l.back_at, now, l.back) end
+          local cost = math.max(l.cost, 1)
+          l.cost = cost
+          local ok, remaining, reset, retry = al.check(l, now)
+          if ok == 0 then return 0, remaining, reset, retry, 0, 0 end
+          -- a check that passes leaves remaining = available - cost
+          local granted = math.min(l.want, remaining + cost)
+          local life
+          if al.leases == 'window' then
+            -- fixed_window, sliding_window: any pass has the same reset
+            -- after; the lease lives until the current window's end
+            l.cost = granted
+            life = (l.window + 1) * l.period - now
+          else
+            reset, life = al.lease(l, granted, now)
+          end
+          return 1, remaining + cost - granted, reset, 0, granted, life
+        end
+      end
+      return a, false, true
+    end
   end
   return nil, false, false
-end
-
--- The cost field "C:W:B:T" of a lease limit into l (cost C, want W, back
--- B, back_at T); false when it is not four whole numbers with W >=
--- max(C, 1).
-local function lease_fields(l, field)
-  local c, w, b, t = string.match(field, '^(%d+):(%d+):(%d+):(%d+)$')
-  if not c then return false end
-  c, b, t = whole(tonumber(c), 0), whole(tonumber(b), 0), whole(tonumber(t), 0)
-  if not (c and b and t) then return false end
-  w = whole(tonumber(w), math.max(c, 1))
-  if not w then return false end
-  l.cost, l.want, l.back, l.back_at = c, w, b, t
-  return true
 end
 
 local units = { ms = 1, s = 1000, m = 60000, h = 3600000, d = 86400000,
@@ -235,17 +270,14 @@ local function parse(k, a, n)
       limit = whole(tonumber(ARGV[a + 2]), 1),
       period = whole(tonumber(ARGV[a + 3]), 1),
       burst = whole(tonumber(ARGV[a + 4]), 0),
+      cost = not lease and whole(tonumber(ARGV[a + 5]), 1),
     }
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
         tostring(ARGV[a + 1]))
     end
-    if lease then
-      if not lease_fields(l, ARGV[a + 5]) then
-        return nil, redis.error_reply(bad_arguments)
-      end
-    else
-      l.cost = whole(tonumber(ARGV[a + 5]), 1)
+    if lease and not lease_fields(l, ARGV[a + 5]) then
+      return nil, redis.error_reply(bad_arguments)
     end
     if not (l.limit and l.period and l.burst and l.cost) then
       return nil, redis.error_reply(bad_arguments)
@@ -277,24 +309,6 @@ local function check_override(l, now)
   end
   local ok, remaining, reset, retry = l.algorithm.check(l, now)
   return ok, remaining, reset, retry, kind
-end
-
--- the check of a lease limit (cost C, want W, back B at T): gives B back,
--- checks a cost of max(C, 1), and on a pass grants G = min(W, available)
--- units, which its commit takes instead of the cost: the algorithm's
--- check's four values, G and the lease's life (us); 0, 0 when refused
-local function check_lease(l, now)
-  local a = l.algorithm
-  if l.back > 0 then a.giveback(l, l.back, l.back_at, now) end
-  local cost = math.max(l.cost, 1)
-  l.cost = cost
-  local ok, remaining, reset, retry = a.check(l, now)
-  if ok == 0 then return 0, remaining, reset, retry, 0, 0 end
-  -- a check that passes leaves remaining = available - cost
-  local granted = math.min(l.want, remaining + cost)
-  local life
-  reset, life = a.lease(l, granted, now)
-  return 1, remaining + cost - granted, reset, 0, granted, life
 end
 
 -- a request's check: appends its reply to `reply`

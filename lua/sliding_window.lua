@@ -76,14 +76,6 @@ function sliding_window.commit(l)
   end
 end
 
--- A lease of g units after a passed check: commits g instead of the cost.
--- Returns the reset after (as a pass of g) and the lease's life (us): the
--- current window's end.
-function sliding_window.lease(l, g)
-  l.cost = g
-  return l.ttl, l.ttl - l.period
-end
-
 -- Gives back a reservation made at `at` (units: its cost unless given)
 -- from its window's count: the
 -- stored current one, or the stored previous one once the state has moved
@@ -107,7 +99,7 @@ function sliding_window.release(l, at, now, units)
   return true
 end
 
--- The units left of an ended lease taken at `at`: as a release of them.
-function sliding_window.giveback(l, units, at, now)
-  return sliding_window.release(l, at, now, units)
-end
+-- Leases: a window's (see the driver); the units left of an ended lease
+-- taken at `at` go back as a release of them.
+sliding_window.leases = 'window'
+sliding_window.giveback = sliding_window.release
