@@ -67,11 +67,13 @@ typedef struct {
     int                   overrides;   /* its zone has overrides=on */
     int                   override;    /* RRL_OVERRIDE_*, once decoded */
     unsigned              lease;       /* P of lease=P%, 0: none */
-    uint64_t              lease_want;  /* W (inputs: set before rrl_call_args()) */
-    uint64_t              lease_back;  /* B */
+    /* inputs, set before rrl_call_args() */
+    uint64_t              lease_want;     /* W */
+    uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */
-    uint64_t              lease_granted;  /* G, set by rrl_call_reply_decode() */
-    int64_t               lease_ttl_us;   /* the lifetime, set by the decode */
+    /* set by rrl_call_reply_decode() */
+    uint64_t              lease_granted;  /* G */
+    int64_t               lease_ttl_us;   /* the lifetime */
 } rrl_call_limit_t;
 
 /* "nodelay", the default: delay=B, never delays */
