@@ -326,6 +326,17 @@ TEST(CallReplyDecodeLease, RefusesWhatTheScriptCannotSend) {
     EXPECT_TRUE(refused(7, static_cast<int64_t>(RRL_MAX_STATE_MS) * 1000 + 1));
     // the remaining still within the capacity
     EXPECT_TRUE(refused(3, 11));
+    // a refused reply leaves no grant from an earlier one
+    {
+        auto l = two();
+        std::vector<int64_t> v = good;
+        ASSERT_EQ(decode(v, l).rc, RRL_OK);
+        EXPECT_EQ(l[0].lease_granted, 6u);
+        v[6] = 7;
+        EXPECT_EQ(decode(v, l).rc, RRL_ERROR);
+        EXPECT_EQ(l[0].lease_granted, 0u);
+        EXPECT_EQ(l[0].lease_ttl_us, 0);
+    }
 
     // W is at least the cost: a grant of the cost with want 0 passes
     auto l = two();

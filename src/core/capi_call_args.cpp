@@ -131,6 +131,12 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
                           rrl_limit_result_t* results,
                           rrl_decision_t* decision) noexcept {
     return guarded("rrl_call_reply_decode", RRL_ERROR, [&] {
+        // no grant unless this reply gives one (and none on an error)
+        for (size_t k = 0; k < n; k++) {
+            limits[k].lease_granted = 0;
+            limits[k].lease_ttl_us = 0;
+        }
+
         std::vector<rrl::CallLimit> l;
         if (!to_limits(limits, n, l)) return RRL_ERROR;
 
@@ -187,9 +193,9 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
             limits[k].period_ms = overrides[k].period_ms;
             limits[k].burst = overrides[k].burst;
         }
-        for (size_t k = 0; k < n; k++) {
-            limits[k].lease_granted = k < leases.size() ? leases[k].granted : 0;
-            limits[k].lease_ttl_us = k < leases.size() ? leases[k].ttl_us : 0;
+        for (size_t k = 0; k < leases.size(); k++) {
+            limits[k].lease_granted = leases[k].granted;
+            limits[k].lease_ttl_us = leases[k].ttl_us;
         }
         return RRL_OK;
     });

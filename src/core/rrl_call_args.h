@@ -67,11 +67,13 @@ typedef struct {
     int                   overrides;   /* its zone has overrides=on */
     int                   override;    /* RRL_OVERRIDE_*, once decoded */
     unsigned              lease;       /* P of lease=P%, 0: none */
-    uint64_t              lease_want;  /* W (inputs: set before rrl_call_args()) */
-    uint64_t              lease_back;  /* B */
+    /* inputs, set before rrl_call_args() */
+    uint64_t              lease_want;     /* W */
+    uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */
-    uint64_t              lease_granted;  /* G, set by rrl_call_reply_decode() */
-    int64_t               lease_ttl_us;   /* the lifetime, set by the decode */
+    /* set by rrl_call_reply_decode() */
+    uint64_t              lease_granted;  /* G */
+    int64_t               lease_ttl_us;   /* the lifetime */
 } rrl_call_limit_t;
 
 /* "nodelay", the default: delay=B, never delays */
@@ -101,11 +103,11 @@ int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
  * applied one (block: limit 0) in limits; one of 4 per limit (the deny
  * cache's, the local zone's) leaves them as they are. An unlimited limit
  * is never the reported one. Each limit's lease_granted and lease_ttl_us
- * are set: a lease limit's from a reply of rrl_reply_values() integers when
- * the request passed, else 0; such a reply is refused when a grant is more
- * than W (max(lease_want, cost, 1)), less than max(cost, 1) on a pass, not
- * 0 on a rejected limit, or a lifetime is negative or over the state's
- * bound (RRL_MAX_STATE_MS).
+ * are set: a lease limit's from a reply of rrl_reply_values() integers
+ * when the request passed, else 0 (on RRL_ERROR too); such a reply is
+ * refused when a grant is more than W (max(lease_want, cost, 1)), less
+ * than max(cost, 1) on a pass, not 0 on a rejected limit, or a lifetime is
+ * negative or over the state's bound (RRL_MAX_STATE_MS).
  */
 int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
     rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,

@@ -68,13 +68,14 @@ std::string zone_conf_word(ZoneConf& conf, std::string_view directive,
     }
 
     if (auto value = conf_value(word, "lease=")) {
-        std::optional<std::int64_t> percent;
-        if (value->size() > 1 && value->back() == '%') {
-            percent = parse_conf_number(value->substr(0, value->size() - 1));
-        }
         if (*value == "off") {
             conf.lease = 0;
             return "";
+        }
+        // P%: a whole number as ngx_atoi() reads it, then '%'
+        std::optional<std::int64_t> percent;
+        if (value->size() > 1 && value->back() == '%') {
+            percent = parse_conf_number(value->substr(0, value->size() - 1));
         }
         if (!percent || *percent < 1 || *percent > 100) {
             return "invalid lease value " + quoted(word) +
