@@ -3,11 +3,12 @@
 # (local, no Redis), the OpenResty peer (Debian's libnginx-mod-http-lua +
 # lua-nginx-redis: access_by_lua, a pooled connection and one EVALSHA of
 # this module's own script per request; bench/peer/rrl_peer.lua) and this
-# module (same algorithm, same keys, same Redis). Prints figures; asserts
-# nothing; never run by CI.
+# module (same algorithm, same keys, same Redis), exact and with lease=10%
+# (its own nginx: the same zones plus lease=, named *_lease). Prints
+# figures; asserts nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|o|b|c|d|t|all (all)]
+#                    [--scenario a|o|b|c|d|e|t|all (all)]
 #                    [--module SO] [--tls-module SO]
 #
 # Each nginx has one worker and serves the same 6-byte static file on
@@ -20,7 +21,11 @@
 # before/after each run: EVALSHA, and all commands, those the script runs
 # included, INFO excluded), Redis CPU per 1,000 requests (used_cpu_user +
 # used_cpu_sys) and the worker's RSS before and after the scenario; then
-# the ratios module/bare, module/peer, peer/bare and limit_req/bare.
+# the ratios module/bare, module/peer, peer/bare and limit_req/bare. For
+# lease= targets, from the module's metrics over the measured runs: the
+# share of requests decided from a lease, and leases taken, renewed, given
+# back and refused per 1,000 requests. A module that refuses lease= (one
+# built before it) runs the rest: its lease= targets are skipped, said so.
 #
 # Scenarios (10,000 keys: ?k=0..9999 in turn, pre-formatted in wrk's Lua):
 #   t  TLS: scenario (a), fixed_window, by one module built with TLS
@@ -29,7 +34,8 @@
 #      build-hiredis1) against one Redis on its TCP port and on its TLS port
 #      (certificates made by openssl here): the ratio TLS/TCP
 #   a  all requests pass: 1000r/s per key, fixed_window and sliding_window
-#      (one run of six targets; bare and limit_req are shared by both tables)
+#      (one run of eight targets; bare and limit_req are shared by both
+#      tables); the module exact and with lease=10%: lease=/bare, lease=/exact
 #   o  live overrides' cost: scenario (a)'s zones, the module alone, with
 #      and without overrides=on (no override key set: every check does
 #      its one GET in the same EVALSHA): Redis CPU and commands per request
@@ -48,8 +54,13 @@
 #      (idle, on this VM: 0.25 ms to the local Redis, 1.4-1.6 ms through
 #      the proxy, whose own hop adds the rest; its CPU is printed too).
 #      Targets: bare, the module with the local Redis (as in a,
-#      sliding_window), the peer and the module with the far Redis.
-# Defaults take about 4 minutes (18 targets x (3 x 4 s + 1 s), plus setup).
+#      sliding_window), exact and with lease=, the peer and the module
+#      with the far Redis, exact and with lease=: lease= 1 ms p50/bare p50,
+#      and lease= 1 ms/lease= local req/s ((a)'s lease= target, run here)
+#   e  one key shared by all 64 connections, below its limit (fixed_window,
+#      1000000r/s: nothing rejected): bare, the module exact and with
+#      lease=10%: req/s of each against bare
+# Defaults take about 7 minutes (32 targets x (3 x 4 s + 1 s), plus setup).
 #
 # Fairness: access_log off everywhere; rejections are logged at info by
 # limit_req and by the module, below the error_log level (notice), so no
@@ -94,8 +105,8 @@ while [ $# -gt 0 ]; do
 done
 
 case $scenarios in
-    all) scenarios="a o b c d t" ;;
-    a|o|b|c|d|t) ;;
+    all) scenarios="a o b c d e t" ;;
+    a|o|b|c|d|e|t) ;;
     *) bad_usage ;;
 esac
 case "$rounds$seconds" in
@@ -121,6 +132,7 @@ declare -A http_port=(
     [bare]=$((base + 1)) [limit_req]=$((base + 2)) [peer]=$((base + 3))
     [module]=$((base + 4)) [peer_far]=$((base + 5)) [module_far]=$((base + 6))
     [tls_tcp]=$((base + 8)) [tls]=$((base + 9))
+    [lease]=$((base + 12)) [lease_far]=$((base + 13))
 )
 far_port=$((base + 7))
 tls_redis_port=$((base + 10))     # one Redis, its TCP and TLS ports
@@ -176,10 +188,10 @@ start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
 
 # ---------------------------------------------------------------- nginx
 
-# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/
+# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/ /e/
 locations() { # KIND
     local kind=$1 loc body
-    for loc in a-fw a-sw o-fw o-sw b c; do
+    for loc in a-fw a-sw o-fw o-sw b c e; do
         case $kind:$loc in
             bare:*) body= ;;
             limit_req:a-*) body="limit_req zone=lr_key burst=1000 nodelay;" ;;
@@ -199,6 +211,10 @@ locations() { # KIND
             redis_ratelimit zone=b_key_m;
             redis_ratelimit zone=b_global;" ;;
             module:c) body="redis_ratelimit zone=c_bot;" ;;
+            module:e) body="redis_ratelimit zone=e_fw;" ;;
+            lease:a-fw) body="redis_ratelimit zone=a_fw_lease;" ;;
+            lease:a-sw) body="redis_ratelimit zone=a_sw_lease;" ;;
+            lease:e) body="redis_ratelimit zone=e_fw_lease;" ;;
             tls:a-fw) body="redis_ratelimit zone=a_fw;" ;;
             *) body= ;;
         esac
@@ -209,6 +225,9 @@ locations() { # KIND
         }
 CONF
     done
+    if [ "$kind" = lease ]; then
+        echo "        location = /metrics { redis_ratelimit_metrics; }"
+    fi
 }
 
 # the limiter's http-level lines
@@ -251,12 +270,21 @@ CONF
     redis_ratelimit_zone \$arg_k zone=b_key_m rate=60000r/m;
     redis_ratelimit_zone global zone=b_global rate=1000000000r/h;
     redis_ratelimit_zone \$arg_k zone=c_bot rate=10r/s;
+    redis_ratelimit_zone \$arg_k zone=e_fw rate=1000000r/s algorithm=fixed_window;
     redis_ratelimit_log_level info;
 CONF
             # scenario (o), in the module's own build only
             [ "$1" = tls ] || cat <<'CONF'
     redis_ratelimit_zone $arg_k zone=o_fw rate=1000r/s algorithm=fixed_window overrides=on;
     redis_ratelimit_zone $arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
+CONF
+            ;;
+        lease) cat <<CONF
+    redis_ratelimit_server $2:$3;
+    redis_ratelimit_zone \$arg_k zone=a_fw_lease rate=1000r/s algorithm=fixed_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=a_sw_lease rate=1000r/s algorithm=sliding_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=e_fw_lease rate=1000000r/s algorithm=fixed_window lease=10%;
+    redis_ratelimit_log_level info;
 CONF
             ;;
     esac
@@ -288,6 +316,20 @@ for name in peer module; do
         exit 1
     fi
 done
+
+# lease= has its own nginx; a module that refuses lease= skips its targets
+start_lease() { # NAME REDIS_HOST REDIS_PORT: 1 when it cannot serve
+    if ! start_nginx "$1" lease "$2" "$3" 2> "$dir/$1.start"; then
+        skipped[$1]="nginx did not start (a module without lease=?): $(grep -m1 emerg "$dir/$1.start" || true)"
+        rm -rf "${dir:?}/$1"
+        return 1
+    fi
+    sleep 0.5
+    headers "$1" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' && return 0
+    skipped[$1]="no X-RateLimit-Remaining from it: is it asking Redis?"
+    return 1
+}
+start_lease lease 127.0.0.1 "$redis_port" || true
 
 # ---------------------------------------------------------------- Redis 1 ms away
 
@@ -329,6 +371,11 @@ setup_far() {
     redis-cli -h "$far_ip" -p "$far_port" script load "$(cat "$dir/script.lua")" > /dev/null
     start_nginx peer_far peer "$far_ip" "$far_port"
     start_nginx module_far module "$far_ip" "$far_port"
+    if [ -n "${skipped[lease]:-}" ]; then
+        skipped[lease_far]=${skipped[lease]}
+    else
+        start_lease lease_far "$far_ip" "$far_port" || true
+    fi
     sleep 0.5
     for name in peer_far module_far; do
         headers "$name" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
@@ -369,9 +416,9 @@ local_rtt=$(timeout -s INT 2 redis-cli -p "$redis_port" --latency --raw 2> /dev/
 
 estimate=0
 for s in $scenarios; do
-    case $s in a) estimate=$((estimate + 6)) ;; t) estimate=$((estimate + 2)) ;;
-        o) estimate=$((estimate + 5)) ;;
-        *) estimate=$((estimate + 4)) ;; esac
+    case $s in a) estimate=$((estimate + 8)) ;; t) estimate=$((estimate + 2)) ;;
+        o) estimate=$((estimate + 5)) ;; d) estimate=$((estimate + 6)) ;;
+        e) estimate=$((estimate + 3)) ;; *) estimate=$((estimate + 4)) ;; esac
 done
 echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
      "about $((estimate * (rounds * seconds + 1) + 15)) s"
@@ -385,13 +432,19 @@ for s in $scenarios; do
         target a.module_fw module /a-fw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
         target a.peer_sw peer /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
         target a.module_sw module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
-        run a.bare a.limit_req a.peer_fw a.module_fw a.peer_sw a.module_sw
+        for a in fw sw; do
+            target a.lease_$a lease /a-$a/index.html $nkeys "127.0.0.1:$redis_port" \
+                "this module, lease=10%" a_${a}_lease
+        done
+        run a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw a.peer_sw a.module_sw a.lease_sw
         table "(a) all requests pass, fixed_window, 1000r/s per key" \
-            a.bare a.limit_req a.peer_fw a.module_fw
+            a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw
         ratios a.bare a.limit_req a.peer_fw a.module_fw
+        lease_ratios a.bare a.module_fw a.lease_fw
         table "(a) all requests pass, sliding_window, 1000r/s per key (bare and limit_req: the same runs as above)" \
-            a.bare a.limit_req a.peer_sw a.module_sw
+            a.bare a.limit_req a.peer_sw a.module_sw a.lease_sw
         ratios a.bare a.limit_req a.peer_sw a.module_sw
+        lease_ratios a.bare a.module_sw a.lease_sw
         ;;
     o)
         target o.bare bare /a-fw/index.html $nkeys - "bare nginx"
@@ -448,12 +501,32 @@ for s in $scenarios; do
         target d.module_local module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module, Redis local"
         target d.peer_far peer_far /a-sw/index.html $nkeys "$far_ip:$far_port" "OpenResty peer, Redis 1 ms"
         target d.module_far module_far /a-sw/index.html $nkeys "$far_ip:$far_port" "this module, Redis 1 ms"
-        run d.bare d.module_local d.peer_far d.module_far
+        target d.lease_local lease /a-sw/index.html $nkeys "127.0.0.1:$redis_port" \
+            "lease=10%, Redis local" a_sw_lease
+        target d.lease_far lease_far /a-sw/index.html $nkeys "$far_ip:$far_port" \
+            "lease=10%, Redis 1 ms" a_sw_lease
+        run d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
         table "(d) Redis 1 ms away, all requests pass, sliding_window, 1000r/s per key" \
-            d.bare d.module_local d.peer_far d.module_far
+            d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
         echo "  ratios (req/s): module 1 ms/module local $(ratio d.module_far d.module_local)  module 1 ms/bare $(ratio d.module_far d.bare)  module 1 ms/peer 1 ms $(ratio d.module_far d.peer_far)  peer 1 ms/bare $(ratio d.peer_far d.bare)"
+        if has d.lease_far && has d.lease_local; then
+            echo "  lease= 1 ms: p50 $(p50_of d.lease_far) ms, bare's $(p50_of d.bare) ms: p50 lease= 1 ms/bare $(p50_ratio d.lease_far d.bare)  req/s lease= 1 ms/lease= local $(ratio d.lease_far d.lease_local) (the local one: (a)'s sliding_window lease= target, run here)"
+        else
+            echo "  module lease=: skipped (${skipped[lease_far]:-${skipped[lease]:-}})"
+        fi
         echo "  Redis 1 ms away: $far_method"
         echo "  redis-cli --latency to it, idle (min max avg samples, ms): ${far_rtt:-?}"
+        ;;
+    e)
+        target e.bare bare /e/index.html shared - "bare nginx"
+        target e.module module /e/index.html shared "127.0.0.1:$redis_port" "this module, exact"
+        target e.lease lease /e/index.html shared "127.0.0.1:$redis_port" \
+            "this module, lease=10%" e_fw_lease
+        run e.bare e.module e.lease
+        table "(e) one key shared by all connections, below its limit: fixed_window, 1000000r/s (nothing rejected)" \
+            e.bare e.module e.lease
+        echo "  ratios (req/s): module exact/bare $(ratio e.module e.bare)"
+        lease_ratios e.bare e.module e.lease
         ;;
     esac
 done

@@ -75,7 +75,7 @@ start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT [SERVER PARAMETERS]]
     case $kind in
         peer) modules="load_module /usr/lib/nginx/modules/ndk_http_module.so;
 load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;" ;;
-        module) modules="load_module $module;" ;;
+        module|lease) modules="load_module $module;" ;;
         tls) modules="load_module $tls_module;" ;;
     esac
     cat > "$inst/nginx.conf" <<CONF
@@ -107,10 +107,26 @@ headers() { # NAME PATH
 # ---------------------------------------------------------------- measuring
 
 # a target: an instance, a location, wrk's key argument, the Redis it uses
-declare -A t_inst t_path t_keys t_redis t_label rss_before rss_after
+# and, with lease=, its zone (for the metrics). An instance in skipped (its
+# reason) makes no target: run, table and the ratios leave it out.
+declare -A t_inst t_path t_keys t_redis t_label t_zone rss_before rss_after skipped
 
-target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL
+target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL [LEASE_ZONE]
+    [ -z "${skipped[$2]:-}" ] || return 0
     t_inst[$1]=$2 t_path[$1]=$3 t_keys[$1]=$4 t_redis[$1]=$5 t_label[$1]=$6
+    t_zone[$1]=${7:-}
+}
+has() { [ -n "${t_inst[$1]:-}" ]; }  # ID: a target made
+
+# INSTANCE ZONE -> "lease redis taken renewed given_back refused": the
+# zone's lease= counters in the instance's /metrics
+lease_counts() {
+    curl -s "http://127.0.0.1:${http_port[$1]}/metrics" | awk -v z="zone=\"$2\"" '
+        BEGIN { split("from=\"lease\" from=\"redis\" event=\"taken\" event=\"renewed\" " \
+                      "event=\"given_back\" event=\"refused\"", k, " ") }
+        /^redis_ratelimit_lease/ && index($0, z) {
+            for (i = 1; i <= 6; i++) if (index($0, k[i])) v[i] = $NF }
+        END { printf "%d %d %d %d %d %d\n", v[1], v[2], v[3], v[4], v[5], v[6] }'
 }
 
 redis_stats() { # HOST:PORT -> "evalsha commands cpu_seconds"
@@ -127,13 +143,19 @@ wrk_run() { # ID SECONDS -> wrk's output
 }
 
 measure() { # ID: one run, appended to results/ID
-    local id=$1 before=(0 0 0) after=(0 0 0) out worker t0 t1
+    local id=$1 before=(0 0 0) after=(0 0 0) out worker t0 t1 l0 l1
     worker=$(worker_pid "${t_inst[$id]}")
+    [ -z "${t_zone[$id]}" ] || l0=$(lease_counts "${t_inst[$id]}" "${t_zone[$id]}")
     [ "${t_redis[$id]}" = - ] || read -r -a before <<< "$(redis_stats "${t_redis[$id]}")"
     t0=$(cpu_ticks "$worker")
     out=$(wrk_run "$id" "$seconds")
     t1=$(cpu_ticks "$worker")
     [ "${t_redis[$id]}" = - ] || read -r -a after <<< "$(redis_stats "${t_redis[$id]}")"
+    if [ -n "${t_zone[$id]}" ]; then
+        l1=$(lease_counts "${t_inst[$id]}" "${t_zone[$id]}")
+        echo "$l0 $l1" | awk '{ print $7 - $1, $8 - $2, $9 - $3, $10 - $4, $11 - $5, $12 - $6 }' \
+            >> "$dir/results/$id.lease"
+    fi
     echo "$out" >> "$dir/results/$id.wrk"
     echo "$out" | awk -v e="$((after[0] - before[0]))" -v c="$((after[1] - before[1]))" \
                       -v cpu0="${before[2]}" -v cpu1="${after[2]}" \
@@ -160,8 +182,12 @@ measure() { # ID: one run, appended to results/ID
 # gave to others, a cause of noise on a VM
 cpu_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 
-run() { # ID...: warm-up, then rounds, rotating the order
-    local ids=("$@") n=$# r i id s0
+run() { # ID...: warm-up, then rounds, rotating the order (targets made)
+    local ids=() n r i id s0
+    for id in "$@"; do
+        if has "$id"; then ids+=("$id"); fi
+    done
+    n=${#ids[@]}
     s0=$(cpu_steal)
     for id in "${ids[@]}"; do
         rss_before[$id]=$(rss_kb "${t_inst[$id]}")
@@ -201,24 +227,49 @@ summary() {
 }
 
 rps_of() { summary "$1" | cut -d' ' -f1; }
+p50_of() { summary "$1" | cut -d' ' -f3; }
 ratio() { awk -v a="$(rps_of "$1")" -v b="$(rps_of "$2")" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+p50_ratio() { awk -v a="$(p50_of "$1")" -v b="$(p50_of "$2")" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+
+# ID: what a lease= target's metrics say, over its measured runs
+lease_line() {
+    awk -v zone="${t_zone[$1]}" -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$1")" '
+        { for (i = 1; i <= 6; i++) v[i] += $i }
+        END { d = v[1] + v[2]; k = req ? 1000 / req : 0
+              printf "  lease= (%s): %.1f%% of requests decided from a lease (%d of %d); per 1,000" \
+                     " requests: leases taken %.2f, renewed %.2f, given back %.2f, refused %.2f\n",
+                     zone, d ? 100 * v[1] / d : 0, v[1], d, v[3] * k, v[4] * k, v[5] * k, v[6] * k }' \
+        "$dir/results/$1.lease"
+}
 
 table() { # TITLE ID...
     local title=$1 id s
     shift
     echo
     echo "$title"
-    echo "  wrk -t1 -c64, $nkeys keys unless one hot key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
+    echo "  wrk -t1 -c64, $nkeys keys unless one key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
     printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s\n' \
         "" "req/s" "spread" "p50" "p99" "rej" "nginx CPU" "EVALSHA" "Redis" "Redis CPU" "worker RSS kB" \
         "" "" "%" "ms" "ms" "%" "ms/1k req" "/req" "cmds/req" "ms/1k req" "before -> after"
     for id in "$@"; do
+        has "$id" || continue
         read -r -a s <<< "$(summary "$id")"
         printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s -> %s\n' "${t_label[$id]}" \
             "${s[@]}" "${rss_before[$id]}" "${rss_after[$id]}"
+    done
+    for id in "$@"; do
+        if has "$id" && [ -n "${t_zone[$id]}" ]; then lease_line "$id"; fi
     done
 }
 
 ratios() { # BARE LIMIT_REQ PEER MODULE
     echo "  ratios (req/s): module/bare $(ratio "$4" "$1")  module/peer $(ratio "$4" "$3")  peer/bare $(ratio "$3" "$1")  limit_req/bare $(ratio "$2" "$1")"
+}
+
+lease_ratios() { # BARE MODULE LEASE
+    if has "$3"; then
+        echo "  ratios (req/s): module lease=/bare $(ratio "$3" "$1")  module lease=/exact $(ratio "$3" "$2")"
+    else
+        echo "  module lease=: skipped (${skipped[lease]})"
+    fi
 }
