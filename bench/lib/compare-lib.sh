@@ -3,10 +3,10 @@
 # missing; the processes (Redis, each nginx instance, the cleanup of them
 # all); the measuring (a target, one wrk run with the Redis and CPU figures
 # around it, the rounds, the summaries, the tables and ratios). Functions
-# only: they use the caller's variables (dir, here, module, tls_module,
-# http_port, redis_port, tls_redis_port, proxy_pid, ns, veth_host, hz,
-# rounds, seconds, nkeys, steal) and its limiter() and locations(), which
-# write an instance's configuration.
+# and the targets' arrays only: they use the caller's variables (dir, here,
+# module, tls_module, http_port, redis_port, tls_redis_port, proxy_pid, ns,
+# veth_host, hz, rounds, seconds, nkeys, steal) and its limiter() and
+# locations(), which write an instance's configuration.
 
 # shellcheck disable=SC2154 # the variables are the caller's
 
