@@ -233,12 +233,12 @@ p50_ratio() { awk -v a="$(p50_of "$1")" -v b="$(p50_of "$2")" 'BEGIN { printf "%
 
 # ID: what a lease= target's metrics say, over its measured runs
 lease_line() {
-    awk -v zone="${t_zone[$1]}" -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$1")" '
+    awk -v zone="${t_zone[$1]}" -v label="${t_label[$1]}" -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$1")" '
         { for (i = 1; i <= 6; i++) v[i] += $i }
         END { d = v[1] + v[2]; k = req ? 1000 / req : 0
-              printf "  lease= (%s): %.1f%% of requests decided from a lease (%d of %d); per 1,000" \
+              printf "  %s (%s): %.1f%% of requests decided from a lease (%d of %d); per 1,000" \
                      " requests: leases taken %.2f, renewed %.2f, given back %.2f, refused %.2f\n",
-                     zone, d ? 100 * v[1] / d : 0, v[1], d, v[3] * k, v[4] * k, v[5] * k, v[6] * k }' \
+                     label, zone, d ? 100 * v[1] / d : 0, v[1], d, v[3] * k, v[4] * k, v[5] * k, v[6] * k }' \
         "$dir/results/$1.lease"
 }
 
