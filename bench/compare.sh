@@ -3,11 +3,12 @@
 # (local, no Redis), the OpenResty peer (Debian's libnginx-mod-http-lua +
 # lua-nginx-redis: access_by_lua, a pooled connection and one EVALSHA of
 # this module's own script per request; bench/peer/rrl_peer.lua) and this
-# module (same algorithm, same keys, same Redis). Prints figures; asserts
-# nothing; never run by CI.
+# module (same algorithm, same keys, same Redis), exact and with lease=10%
+# (its own nginx: the same zones plus lease=, named *_lease). Prints
+# figures; asserts nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|o|b|c|d|t|all (all)]
+#                    [--scenario a|o|b|c|d|e|t|all (all)]
 #                    [--module SO] [--tls-module SO]
 #
 # Each nginx has one worker and serves the same 6-byte static file on
@@ -20,7 +21,11 @@
 # before/after each run: EVALSHA, and all commands, those the script runs
 # included, INFO excluded), Redis CPU per 1,000 requests (used_cpu_user +
 # used_cpu_sys) and the worker's RSS before and after the scenario; then
-# the ratios module/bare, module/peer, peer/bare and limit_req/bare.
+# the ratios module/bare, module/peer, peer/bare and limit_req/bare. For
+# lease= targets, from the module's metrics over the measured runs: the
+# share of requests decided from a lease, and leases taken, renewed, given
+# back and refused per 1,000 requests. A module that refuses lease= (one
+# built before it) runs the rest: its lease= targets are skipped, said so.
 #
 # Scenarios (10,000 keys: ?k=0..9999 in turn, pre-formatted in wrk's Lua):
 #   t  TLS: scenario (a), fixed_window, by one module built with TLS
@@ -29,7 +34,8 @@
 #      build-hiredis1) against one Redis on its TCP port and on its TLS port
 #      (certificates made by openssl here): the ratio TLS/TCP
 #   a  all requests pass: 1000r/s per key, fixed_window and sliding_window
-#      (one run of six targets; bare and limit_req are shared by both tables)
+#      (one run of eight targets; bare and limit_req are shared by both
+#      tables); the module exact and with lease=10%: lease=/bare, lease=/exact
 #   o  live overrides' cost: scenario (a)'s zones, the module alone, with
 #      and without overrides=on (no override key set: every check does
 #      its one GET in the same EVALSHA): Redis CPU and commands per request
@@ -48,8 +54,13 @@
 #      (idle, on this VM: 0.25 ms to the local Redis, 1.4-1.6 ms through
 #      the proxy, whose own hop adds the rest; its CPU is printed too).
 #      Targets: bare, the module with the local Redis (as in a,
-#      sliding_window), the peer and the module with the far Redis.
-# Defaults take about 4 minutes (18 targets x (3 x 4 s + 1 s), plus setup).
+#      sliding_window), exact and with lease=, the peer and the module
+#      with the far Redis, exact and with lease=: lease= 1 ms p50/bare p50,
+#      and lease= 1 ms/lease= local req/s ((a)'s lease= target, run here)
+#   e  one key shared by all 64 connections, below its limit (fixed_window,
+#      1000000r/s: nothing rejected): bare, the module exact and with
+#      lease=10%: req/s of each against bare
+# Defaults take about 7 minutes (32 targets x (3 x 4 s + 1 s), plus setup).
 #
 # Fairness: access_log off everywhere; rejections are logged at info by
 # limit_req and by the module, below the error_log level (notice), so no
@@ -70,6 +81,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib/compare-lib.sh
+. "$here/bench/lib/compare-lib.sh"
 rounds=3
 seconds=4
 scenarios=all
@@ -92,8 +105,8 @@ while [ $# -gt 0 ]; do
 done
 
 case $scenarios in
-    all) scenarios="a o b c d t" ;;
-    a|o|b|c|d|t) ;;
+    all) scenarios="a o b c d e t" ;;
+    a|o|b|c|d|e|t) ;;
     *) bad_usage ;;
 esac
 case "$rounds$seconds" in
@@ -107,41 +120,6 @@ module=$(realpath "$module")
 nkeys=10000
 delay_us=500    # each way: a round trip of 1 ms
 
-# ---------------------------------------------------------------- install
-
-install_missing() {
-    local missing=()
-    [ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] \
-        || missing+=(libnginx-mod-http-lua)
-    [ -f /usr/lib/nginx/modules/ndk_http_module.so ] \
-        || missing+=(libnginx-mod-http-ndk)
-    [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
-    command -v tc > /dev/null && command -v ip > /dev/null \
-        || missing+=(iproute2)
-    command -v wrk > /dev/null || missing+=(wrk)
-    command -v nginx > /dev/null || missing+=(nginx)
-    command -v redis-server > /dev/null || missing+=(redis-server)
-    command -v redis-cli > /dev/null || missing+=(redis-tools)
-    command -v curl > /dev/null || missing+=(curl)
-    command -v cc > /dev/null || missing+=(gcc libc6-dev)
-    [ ${#missing[@]} -eq 0 ] && return
-
-    echo "installing: ${missing[*]}"
-    local sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get install -y -qq "${missing[@]}" > /dev/null \
-        || { "${sudo[@]}" apt-get update -qq \
-             && "${sudo[@]}" apt-get install -y -qq "${missing[@]}" > /dev/null; }
-    # the Lua packages add load_module lines to the system's configuration
-    if "${sudo[@]}" nginx -t -q 2> /dev/null; then
-        echo "system nginx -t: still passes"
-    else
-        echo "WARNING: the system nginx -t fails after the install:" >&2
-        "${sudo[@]}" nginx -t >&2 || true
-    fi
-}
-
 install_missing
 
 # ---------------------------------------------------------------- setup
@@ -154,6 +132,7 @@ declare -A http_port=(
     [bare]=$((base + 1)) [limit_req]=$((base + 2)) [peer]=$((base + 3))
     [module]=$((base + 4)) [peer_far]=$((base + 5)) [module_far]=$((base + 6))
     [tls_tcp]=$((base + 8)) [tls]=$((base + 9))
+    [lease]=$((base + 12)) [lease_far]=$((base + 13))
 )
 far_port=$((base + 7))
 tls_redis_port=$((base + 10))     # one Redis, its TCP and TLS ports
@@ -167,24 +146,8 @@ far_ip=$net.2
 proxy_pid=
 steal=
 started=$(date +%s)
+hz=$(getconf CLK_TCK)
 
-cleanup() {
-    trap - EXIT INT TERM
-    local p
-    for p in "$dir"/*/nginx.pid; do
-        if [ -f "$p" ]; then kill "$(cat "$p")" 2> /dev/null || true; fi
-    done
-    redis-cli -p "$redis_port" shutdown nosave > /dev/null 2>&1 || true
-    redis-cli -p "$tls_redis_port" shutdown nosave > /dev/null 2>&1 || true
-    if [ -f "$dir/far-redis.pid" ]; then
-        kill "$(cat "$dir/far-redis.pid")" 2> /dev/null || true
-    fi
-    if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2> /dev/null || true; fi
-    sleep 0.5
-    ip link del "$veth_host" 2> /dev/null || true
-    ip netns del "$ns" 2> /dev/null || true
-    rm -rf "$dir"
-}
 trap cleanup EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
 
@@ -220,19 +183,15 @@ end
 LUA
 chmod -R a+rX "$dir"
 
-start_redis() { # ARGS...: redis-server (or a prefix) with its address
-    "$@" --save '' --appendonly no --daemonize yes
-}
-
 start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
     --logfile "$dir/redis.log"
 
 # ---------------------------------------------------------------- nginx
 
-# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/
+# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/ /e/
 locations() { # KIND
     local kind=$1 loc body
-    for loc in a-fw a-sw o-fw o-sw b c; do
+    for loc in a-fw a-sw o-fw o-sw b c e; do
         case $kind:$loc in
             bare:*) body= ;;
             limit_req:a-*) body="limit_req zone=lr_key burst=1000 nodelay;" ;;
@@ -252,6 +211,10 @@ locations() { # KIND
             redis_ratelimit zone=b_key_m;
             redis_ratelimit zone=b_global;" ;;
             module:c) body="redis_ratelimit zone=c_bot;" ;;
+            module:e) body="redis_ratelimit zone=e_fw;" ;;
+            lease:a-fw) body="redis_ratelimit zone=a_fw_lease;" ;;
+            lease:a-sw) body="redis_ratelimit zone=a_sw_lease;" ;;
+            lease:e) body="redis_ratelimit zone=e_fw_lease;" ;;
             tls:a-fw) body="redis_ratelimit zone=a_fw;" ;;
             *) body= ;;
         esac
@@ -262,6 +225,9 @@ locations() { # KIND
         }
 CONF
     done
+    if [ "$kind" = lease ]; then
+        echo "        location = /metrics { redis_ratelimit_metrics; }"
+    fi
 }
 
 # the limiter's http-level lines
@@ -304,6 +270,7 @@ CONF
     redis_ratelimit_zone \$arg_k zone=b_key_m rate=60000r/m;
     redis_ratelimit_zone global zone=b_global rate=1000000000r/h;
     redis_ratelimit_zone \$arg_k zone=c_bot rate=10r/s;
+    redis_ratelimit_zone \$arg_k zone=e_fw rate=1000000r/s algorithm=fixed_window;
     redis_ratelimit_log_level info;
 CONF
             # scenario (o), in the module's own build only
@@ -312,43 +279,15 @@ CONF
     redis_ratelimit_zone $arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
 CONF
             ;;
-    esac
-}
-
-start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT [SERVER PARAMETERS]]
-    local name=$1 kind=$2 inst=$dir/$1 modules=
-    mkdir -p "$inst"
-    case $kind in
-        peer) modules="load_module /usr/lib/nginx/modules/ndk_http_module.so;
-load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;" ;;
-        module) modules="load_module $module;" ;;
-        tls) modules="load_module $tls_module;" ;;
-    esac
-    cat > "$inst/nginx.conf" <<CONF
-$modules
-worker_processes 1;
-error_log $inst/error.log notice;
-pid $inst/nginx.pid;
-events { worker_connections 4096; }
-http {
-    access_log off;
-$(limiter "$kind" "${3:-}" "${4:-}" "${5:-}")
-    server {
-        listen 127.0.0.1:${http_port[$name]};
-$(locations "$kind")
-    }
-}
+        lease) cat <<CONF
+    redis_ratelimit_server $2:$3;
+    redis_ratelimit_zone \$arg_k zone=a_fw_lease rate=1000r/s algorithm=fixed_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=a_sw_lease rate=1000r/s algorithm=sliding_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=e_fw_lease rate=1000000r/s algorithm=fixed_window lease=10%;
+    redis_ratelimit_log_level info;
 CONF
-    nginx -p "$inst/" -c "$inst/nginx.conf" -e "$inst/error.log"
-}
-
-worker_pid() { pgrep -P "$(cat "$dir/$1/nginx.pid")" | head -1; }
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$(worker_pid "$1")/status"; }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }   # utime + stime
-hz=$(getconf CLK_TCK)
-
-headers() { # NAME PATH
-    curl -s -o /dev/null -D - "http://127.0.0.1:${http_port[$1]}$2" | tr -d '\r'
+            ;;
+    esac
 }
 
 sleep 0.3
@@ -377,6 +316,20 @@ for name in peer module; do
         exit 1
     fi
 done
+
+# lease= has its own nginx; a module that refuses lease= skips its targets
+start_lease() { # NAME REDIS_HOST REDIS_PORT: 1 when it cannot serve
+    if ! start_nginx "$1" lease "$2" "$3" 2> "$dir/$1.start"; then
+        skipped[$1]="nginx did not start (a module without lease=?): $(grep -m1 emerg "$dir/$1.start" || true)"
+        rm -rf "${dir:?}/$1"
+        return 1
+    fi
+    sleep 0.5
+    headers "$1" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' && return 0
+    skipped[$1]="no X-RateLimit-Remaining from it: is it asking Redis?"
+    return 1
+}
+start_lease lease 127.0.0.1 "$redis_port" || true
 
 # ---------------------------------------------------------------- Redis 1 ms away
 
@@ -418,6 +371,11 @@ setup_far() {
     redis-cli -h "$far_ip" -p "$far_port" script load "$(cat "$dir/script.lua")" > /dev/null
     start_nginx peer_far peer "$far_ip" "$far_port"
     start_nginx module_far module "$far_ip" "$far_port"
+    if [ -n "${skipped[lease]:-}" ]; then
+        skipped[lease_far]=${skipped[lease]}
+    else
+        start_lease lease_far "$far_ip" "$far_port" || true
+    fi
     sleep 0.5
     for name in peer_far module_far; do
         headers "$name" "/a-sw/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
@@ -456,130 +414,11 @@ setup_tls() {
 
 local_rtt=$(timeout -s INT 2 redis-cli -p "$redis_port" --latency --raw 2> /dev/null || true)
 
-# ---------------------------------------------------------------- measuring
-
-# a target: an instance, a location, wrk's key argument, the Redis it uses
-declare -A t_inst t_path t_keys t_redis t_label rss_before rss_after
-
-target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL
-    t_inst[$1]=$2 t_path[$1]=$3 t_keys[$1]=$4 t_redis[$1]=$5 t_label[$1]=$6
-}
-
-redis_stats() { # HOST:PORT -> "evalsha commands cpu_seconds"
-    redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats cpu | tr -d '\r' | awk -F'[:=,]' '
-        /^cmdstat_/ { if ($1 != "cmdstat_info") all += $3
-                      if ($1 == "cmdstat_evalsha") evalsha = $3 }
-        /^used_cpu_(sys|user):/ { cpu += $2 }
-        END { printf "%d %d %.6f\n", evalsha, all, cpu }'
-}
-
-wrk_run() { # ID SECONDS -> wrk's output
-    wrk -t1 -c64 -d"$2s" --latency -s "$dir/keys.lua" \
-        "http://127.0.0.1:${http_port[${t_inst[$1]}]}${t_path[$1]}" -- "${t_keys[$1]}"
-}
-
-measure() { # ID: one run, appended to results/ID
-    local id=$1 before=(0 0 0) after=(0 0 0) out worker t0 t1
-    worker=$(worker_pid "${t_inst[$id]}")
-    [ "${t_redis[$id]}" = - ] || read -r -a before <<< "$(redis_stats "${t_redis[$id]}")"
-    t0=$(cpu_ticks "$worker")
-    out=$(wrk_run "$id" "$seconds")
-    t1=$(cpu_ticks "$worker")
-    [ "${t_redis[$id]}" = - ] || read -r -a after <<< "$(redis_stats "${t_redis[$id]}")"
-    echo "$out" >> "$dir/results/$id.wrk"
-    echo "$out" | awk -v e="$((after[0] - before[0]))" -v c="$((after[1] - before[1]))" \
-                      -v cpu0="${before[2]}" -v cpu1="${after[2]}" \
-                      -v worker="$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN { print t / hz }')" '
-        function ms(v) {
-            if (v ~ /us$/) return v / 1000
-            if (v ~ /ms$/) return v + 0
-            if (v ~ /m$/) return v * 60000
-            return v * 1000
-        }
-        /^ +50%/ { p50 = ms($2) }
-        /^ +99%/ { p99 = ms($2) }
-        / requests in / { req = $1 }
-        /^Requests\/sec/ { rps = $2 }
-        /Non-2xx/ { non2xx = $NF }
-        /Socket errors/ { errors = $0 }
-        END { printf "%s %s %s %d %d %d %d %.6f %.2f\n", rps, p50, p99, req, non2xx, e, c,
-                     cpu1 - cpu0, worker
-              if (errors != "") print errors > "/dev/stderr" }' \
-        >> "$dir/results/$id" 2>> "$dir/results/$id.errors"
-}
-
-# "steal total" CPU ticks of the machine: steal is the time the hypervisor
-# gave to others, a cause of noise on a VM
-cpu_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-
-run() { # ID...: warm-up, then rounds, rotating the order
-    local ids=("$@") n=$# r i id s0
-    s0=$(cpu_steal)
-    for id in "${ids[@]}"; do
-        rss_before[$id]=$(rss_kb "${t_inst[$id]}")
-        wrk_run "$id" 1 > /dev/null
-    done
-    for r in $(seq 0 $((rounds - 1))); do
-        for i in $(seq 0 $((n - 1))); do
-            measure "${ids[$(((r + i) % n))]}"
-        done
-    done
-    for id in "${ids[@]}"; do
-        rss_after[$id]=$(rss_kb "${t_inst[$id]}")
-    done
-    steal=$(echo "$s0 $(cpu_steal)" | awk '{ printf "%.1f", ($4 > $2 ? 100 * ($3 - $1) / ($4 - $2) : 0) }')
-}
-
-# ID -> "rps spread% p50 p99 rejected% worker_cpu_ms/1k evalsha/req cmds/req
-#        redis_cpu_ms/1k": medians over the rounds; the spread is
-#        (max - min) / median of req/s; the rest over all the requests
-summary() {
-    awk -v redis="${t_redis[$1]}" '
-        function median(a, n,   i, j, t) {
-            for (i = 2; i <= n; i++)
-                for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
-        { n++; rps[n] = $1; p50[n] = $2; p99[n] = $3
-          req += $4; non2xx += $5; evalsha += $6; cmds += $7; cpu += $8; worker += $9 }
-        END {
-            m = median(rps, n)
-            printf "%.0f %.0f %.2f %.2f %.1f %.1f", m, m ? 100 * (rps[n] - rps[1]) / m : 0,
-                   median(p50, n), median(p99, n), req ? 100 * non2xx / req : 0,
-                   worker * 1e6 / req
-            if (redis == "-") printf " - - -\n"
-            else printf " %.3f %.2f %.3f\n", evalsha / req, cmds / req, cpu * 1e6 / req
-        }' "$dir/results/$1"
-}
-
-rps_of() { summary "$1" | cut -d' ' -f1; }
-ratio() { awk -v a="$(rps_of "$1")" -v b="$(rps_of "$2")" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
-
-table() { # TITLE ID...
-    local title=$1 id s
-    shift
-    echo
-    echo "$title"
-    echo "  wrk -t1 -c64, $nkeys keys unless one hot key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
-    printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s\n' \
-        "" "req/s" "spread" "p50" "p99" "rej" "nginx CPU" "EVALSHA" "Redis" "Redis CPU" "worker RSS kB" \
-        "" "" "%" "ms" "ms" "%" "ms/1k req" "/req" "cmds/req" "ms/1k req" "before -> after"
-    for id in "$@"; do
-        read -r -a s <<< "$(summary "$id")"
-        printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s -> %s\n' "${t_label[$id]}" \
-            "${s[@]}" "${rss_before[$id]}" "${rss_after[$id]}"
-    done
-}
-
-ratios() { # BARE LIMIT_REQ PEER MODULE
-    echo "  ratios (req/s): module/bare $(ratio "$4" "$1")  module/peer $(ratio "$4" "$3")  peer/bare $(ratio "$3" "$1")  limit_req/bare $(ratio "$2" "$1")"
-}
-
 estimate=0
 for s in $scenarios; do
-    case $s in a) estimate=$((estimate + 6)) ;; t) estimate=$((estimate + 2)) ;;
-        o) estimate=$((estimate + 5)) ;;
-        *) estimate=$((estimate + 4)) ;; esac
+    case $s in a) estimate=$((estimate + 8)) ;; t) estimate=$((estimate + 2)) ;;
+        o) estimate=$((estimate + 5)) ;; d) estimate=$((estimate + 6)) ;;
+        e) estimate=$((estimate + 3)) ;; *) estimate=$((estimate + 4)) ;; esac
 done
 echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
      "about $((estimate * (rounds * seconds + 1) + 15)) s"
@@ -593,13 +432,19 @@ for s in $scenarios; do
         target a.module_fw module /a-fw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
         target a.peer_sw peer /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
         target a.module_sw module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
-        run a.bare a.limit_req a.peer_fw a.module_fw a.peer_sw a.module_sw
+        for a in fw sw; do
+            target a.lease_$a lease /a-$a/index.html $nkeys "127.0.0.1:$redis_port" \
+                "this module, lease=10%" a_${a}_lease
+        done
+        run a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw a.peer_sw a.module_sw a.lease_sw
         table "(a) all requests pass, fixed_window, 1000r/s per key" \
-            a.bare a.limit_req a.peer_fw a.module_fw
+            a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw
         ratios a.bare a.limit_req a.peer_fw a.module_fw
+        lease_ratios a.bare a.module_fw a.lease_fw
         table "(a) all requests pass, sliding_window, 1000r/s per key (bare and limit_req: the same runs as above)" \
-            a.bare a.limit_req a.peer_sw a.module_sw
+            a.bare a.limit_req a.peer_sw a.module_sw a.lease_sw
         ratios a.bare a.limit_req a.peer_sw a.module_sw
+        lease_ratios a.bare a.module_sw a.lease_sw
         ;;
     o)
         target o.bare bare /a-fw/index.html $nkeys - "bare nginx"
@@ -656,12 +501,32 @@ for s in $scenarios; do
         target d.module_local module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module, Redis local"
         target d.peer_far peer_far /a-sw/index.html $nkeys "$far_ip:$far_port" "OpenResty peer, Redis 1 ms"
         target d.module_far module_far /a-sw/index.html $nkeys "$far_ip:$far_port" "this module, Redis 1 ms"
-        run d.bare d.module_local d.peer_far d.module_far
+        target d.lease_local lease /a-sw/index.html $nkeys "127.0.0.1:$redis_port" \
+            "lease=10%, Redis local" a_sw_lease
+        target d.lease_far lease_far /a-sw/index.html $nkeys "$far_ip:$far_port" \
+            "lease=10%, Redis 1 ms" a_sw_lease
+        run d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
         table "(d) Redis 1 ms away, all requests pass, sliding_window, 1000r/s per key" \
-            d.bare d.module_local d.peer_far d.module_far
+            d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
         echo "  ratios (req/s): module 1 ms/module local $(ratio d.module_far d.module_local)  module 1 ms/bare $(ratio d.module_far d.bare)  module 1 ms/peer 1 ms $(ratio d.module_far d.peer_far)  peer 1 ms/bare $(ratio d.peer_far d.bare)"
+        if has d.lease_far && has d.lease_local; then
+            echo "  lease= 1 ms: p50 $(p50_of d.lease_far) ms, bare's $(p50_of d.bare) ms: p50 lease= 1 ms/bare $(p50_ratio d.lease_far d.bare)  req/s lease= 1 ms/lease= local $(ratio d.lease_far d.lease_local) (the local one: (a)'s sliding_window lease= target, run here)"
+        else
+            echo "  module lease=: skipped (${skipped[lease_far]:-${skipped[lease]:-}})"
+        fi
         echo "  Redis 1 ms away: $far_method"
         echo "  redis-cli --latency to it, idle (min max avg samples, ms): ${far_rtt:-?}"
+        ;;
+    e)
+        target e.bare bare /e/index.html shared - "bare nginx"
+        target e.module module /e/index.html shared "127.0.0.1:$redis_port" "this module, exact"
+        target e.lease lease /e/index.html shared "127.0.0.1:$redis_port" \
+            "this module, lease=10%" e_fw_lease
+        run e.bare e.module e.lease
+        table "(e) one key shared by all connections, below its limit: fixed_window, 1000000r/s (nothing rejected)" \
+            e.bare e.module e.lease
+        echo "  ratios (req/s): module exact/bare $(ratio e.module e.bare)"
+        lease_ratios e.bare e.module e.lease
         ;;
     esac
 done
