@@ -140,6 +140,21 @@ TEST(LeaseDecide, ShownRemainingAndResetNeverBelowZero) {
     EXPECT_EQ(values[4], 0);
 }
 
+TEST(LeaseDecide, ShownRemainingNeverAboveWhatAPassLeaves) {
+    // answers landed out of order: known counts more than the state holds
+    rrl_lease_limit_t l = sw1000(5);  // capacity 1000
+    rrl_lease_entry_t e = alive(l, 50);
+    e.known = 1093;
+    rrl_lease_entry_t* entries[] = {&e};
+    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    int renew[1];
+
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
+                               values, renew),
+              1);
+    EXPECT_EQ(values[3], 995);
+}
+
 TEST(LeaseDecide, TwoLimitsOneShortConsumesNothing) {
     rrl_lease_limit_t limits[] = {sw1000(2), fw100(2)};
     rrl_lease_entry_t a = alive(limits[0], 10);

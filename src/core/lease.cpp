@@ -130,11 +130,15 @@ std::int64_t lease_left_us(const rrl_lease_limit_t& limit,
     return period - into;
 }
 
+std::uint64_t lease_capacity(const rrl_lease_limit_t& limit) {
+    return limit.algorithm == RRL_TOKEN_BUCKET
+               ? limit.burst
+               : add_sat(limit.limit, limit.burst);
+}
+
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
                          std::int64_t wall_us) {
-    LeaseRate cap = limit.algorithm == RRL_TOKEN_BUCKET
-                        ? LeaseRate{limit.burst}
-                        : LeaseRate{limit.limit} + limit.burst;
+    LeaseRate cap = lease_capacity(limit);
     LeaseRate most = cap * std::min(limit.percent, 100u) / 100;
     if (most < 1) most = 1;
 
@@ -176,7 +180,13 @@ int lease_decide(const rrl_lease_limit_t* limits,
         std::int64_t* v = values + RRL_REPLY_HEADER + i * kLimitWidth;
         std::int64_t reset = e->reset_end_us - now_us;
         v[0] = 1;
-        v[1] = e->known > e->used ? to_i64(e->known - e->used) : 0;
+        // answers of calls in flight together land in any order: known
+        // may count a later grant's units on an earlier remaining, so it
+        // is never shown above what a pass can leave
+        std::uint64_t shown = e->known > e->used ? e->known - e->used : 0;
+        std::uint64_t capacity = lease_capacity(limits[i]);
+        shown = std::min(shown, capacity > cost ? capacity - cost : 0);
+        v[1] = to_i64(shown);
         v[2] = reset > 0 ? reset : 0;
         v[3] = 0;
         v[4] = 0;

@@ -70,6 +70,9 @@ std::int64_t lease_left_us(const rrl_lease_limit_t& limit,
                            std::int64_t wall_us);
 
 // The size of the next lease at this rate (see above).
+// the most units a key's state holds: limit + burst, token_bucket's burst
+std::uint64_t lease_capacity(const rrl_lease_limit_t& limit);
+
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
                          std::int64_t wall_us);
 
