@@ -178,7 +178,7 @@ TEST(LeaseDecide, TwoLimitsOneShortConsumesNothing) {
     EXPECT_EQ(a.units, 8u);
     EXPECT_EQ(b.units, 0u);
     EXPECT_EQ(values[RRL_REPLY_HEADER + kWidth], 1);
-    EXPECT_EQ(values[RRL_REPLY_HEADER + kWidth + 1], 700 - 12);
+    EXPECT_EQ(values[RRL_REPLY_HEADER + kWidth + 1], 98);  // 700 - 12, at most 100 - 2
 }
 
 TEST(LeaseDecide, AZoneTwiceOnOneKeyNeedsBothCosts) {
@@ -312,6 +312,15 @@ TEST_F(LeaseRenew, AlwaysAtZeroLeftWhenDemandIsExpected) {
     EXPECT_EQ(decide(), 1);
 }
 
+TEST_F(LeaseRenew, NotWhenTheServerHoldsTheLargestLease) {
+    // 100/s x 50 ms = 5: low, but 10% of 1000 is held after this request
+    e.seen_cur = 10000;
+    e.units = 101;
+    EXPECT_EQ(decide(), 0);
+    e.units = 100;
+    EXPECT_EQ(decide(), 1);
+}
+
 TEST_F(LeaseRenew, AtOneLeftWhenDemandIsExpected) {
     // 2/s: one unit left after this request, so that the next one is served
     // while the renewal is in flight (a client's next request does not race
@@ -388,6 +397,19 @@ TEST(LeaseWant, AsksForTheCostAndTheSizeCountingTheDemand) {
     EXPECT_EQ(w.back, 0u);        // alive: nothing back, units kept
     EXPECT_EQ(w.back_at, 0);
     EXPECT_EQ(e.units, 2u);
+}
+
+TEST(LeaseWant, AServerHoldsAtMostTheLargestLease) {
+    // sliding_window 1000r/s lease=10%: at most 100 held, 300/s seen
+    rrl_lease_limit_t l = sw1000(2);
+    rrl_lease_entry_t e = alive(l, 97);
+    e.seen_cur = 300;
+    EXPECT_EQ(want_of(l, &e).want, 2u + 3u);  // 3 more to 100
+    e.units = 100;
+    EXPECT_EQ(want_of(l, &e).want, 2u);  // the cost alone
+    // an ended lease's units do not count
+    e.units = 100;
+    EXPECT_GT(want_of(l, &e, e.lease_end_us).want, 2u + 3u);
 }
 
 TEST(LeaseWant, AKeyNeverSeenAsksForOneMore) {

@@ -68,8 +68,10 @@ std::uint64_t cost_on_entry(const rrl_lease_limit_t* limits,
     return cost;
 }
 
-bool should_renew(const rrl_lease_entry_t& entry, std::int64_t now_us) {
+bool should_renew(const rrl_lease_limit_t& limit,
+                  const rrl_lease_entry_t& entry, std::int64_t now_us) {
     if (entry.renewing_until_us > now_us) return false;
+    if (entry.units >= lease_most(limit)) return false;
 
     LeaseRate rate = lease_rate(entry, now_us);
     LeaseRate units = entry.units;
@@ -136,11 +138,15 @@ std::uint64_t lease_capacity(const rrl_lease_limit_t& limit) {
                : add_sat(limit.limit, limit.burst);
 }
 
+std::uint64_t lease_most(const rrl_lease_limit_t& limit) {
+    LeaseRate most =
+        LeaseRate{lease_capacity(limit)} * std::min(limit.percent, 100u) / 100;
+    return most < 1 ? 1 : static_cast<std::uint64_t>(most);
+}
+
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
                          std::int64_t wall_us) {
-    LeaseRate cap = lease_capacity(limit);
-    LeaseRate most = cap * std::min(limit.percent, 100u) / 100;
-    if (most < 1) most = 1;
+    LeaseRate most = lease_most(limit);
 
     LeaseRate horizon = static_cast<LeaseRate>(std::clamp(
         lease_left_us(limit, wall_us), std::int64_t{0}, kLeaseSecondUs));
@@ -196,7 +202,7 @@ int lease_decide(const rrl_lease_limit_t* limits,
     // after every limit's consumption: a zone twice on one key renews once
     for (std::size_t i = 0; i < n; i++) {
         rrl_lease_entry_t* e = entries[i];
-        renew[i] = should_renew(*e, now_us) ? 1 : 0;
+        renew[i] = should_renew(limits[i], *e, now_us) ? 1 : 0;
         if (renew[i] != 0) e->renewing_until_us = now_us + renew_timeout_us;
     }
     return 1;
@@ -226,6 +232,12 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
             *back_at = entry->taken_at_us;
         }
         entry->units = 0;
+    }
+
+    // a server holds at most the largest lease: the undershoot's bound
+    std::uint64_t most = lease_most(limit);
+    if (now_us < entry->lease_end_us) {
+        size = entry->units >= most ? 0 : std::min(size, most - entry->units);
     }
 
     *want = add_sat(limit.cost, size);

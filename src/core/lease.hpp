@@ -70,6 +70,10 @@ std::int64_t lease_left_us(const rrl_lease_limit_t& limit,
                            std::int64_t wall_us);
 
 // The size of the next lease at this rate (see above).
+// the largest lease: P% of the capacity, at least 1; a server never
+// holds more of a key (the undershoot's bound: servers x this)
+std::uint64_t lease_most(const rrl_lease_limit_t& limit);
+
 // the most units a key's state holds: limit + burst, token_bucket's burst
 std::uint64_t lease_capacity(const rrl_lease_limit_t& limit);
 
