@@ -1,6 +1,7 @@
 -- fixed_window: at most limit+burst per PERIOD, windows aligned on the
 -- Unix epoch. State: one string "<window index>:<count>" that expires when
--- its window ends.
+-- its window ends. A lease (lease=) counts its units as that many requests
+-- and lives until the window's end.
 local fixed_window = {}
 
 function fixed_window.check(l, now)
@@ -42,15 +43,28 @@ function fixed_window.commit(l)
   end
 end
 
--- Gives back a reservation made at `at`: only its window's count holds it,
--- and only while that window is the current one.
-function fixed_window.release(l, at, now)
+-- A lease of g units after a passed check: commits g instead of the cost.
+-- Returns the reset after (as a pass of g) and the lease's life (us).
+function fixed_window.lease(l, g)
+  l.cost = g
+  return l.ttl, l.ttl
+end
+
+-- Gives back a reservation made at `at` (units: its cost unless given):
+-- only its window's count holds it, and only while that window is the
+-- current one.
+function fixed_window.release(l, at, now, units)
   local window = math.floor(now / l.period)
   if math.floor(at / l.period) ~= window then return false end
   local w, c = string.match(redis.call('GET', l.key) or '', '^(%d+):(%d+)$')
   if not w or tonumber(w) ~= window or tonumber(c) == 0 then return false end
   redis.call('SET', l.key,
-    string.format('%d:%d', window, math.max(0, tonumber(c) - l.cost)),
+    string.format('%d:%d', window, math.max(0, tonumber(c) - (units or l.cost))),
     'PX', math.ceil(((window + 1) * l.period - now) / 1000))
   return true
+end
+
+-- The units left of an ended lease taken at `at`: as a release of them.
+function fixed_window.giveback(l, units, at, now)
+  return fixed_window.release(l, at, now, units)
 end

@@ -7,12 +7,33 @@
 --   ARGV[1]: "" or the time in microseconds;
 --   ARGV[2 + 5(i-1) ..]: algorithm, limit, period (ms), burst (as the
 --     algorithm uses it: see rrl_burst()), cost. The algorithm's name ends
---     in "+overrides" for a zone with overrides=on.
+--     in "+overrides" for a zone with overrides=on, in "+lease" for one
+--     with lease= (fixed_window, sliding_window, token_bucket; never both).
 --   Reply: passed, now (us), then per limit:
 --     passed, remaining, reset after (us), retry after (us);
 --     and for a limit whose zone has overrides=on, 4 more: the override's
 --     kind (0 none, 1 rate, 2 unlimited, 3 block, 4 invalid), then the
---     limit, period (ms) and burst applied (block: 0, the zone's period, 0).
+--     limit, period (ms) and burst applied (block: 0, the zone's period, 0);
+--     and for a lease limit, 2 more: G, the units granted, and the lease's
+--     life (us from now); 0, 0 when the limit did not pass.
+--
+-- Leases: a lease limit's cost is "C:W:B:T", four whole numbers: C the
+-- request's cost (0: a renewal in the background), W >= max(C, 1) the
+-- units wanted, B the units left of an ended lease of this server, given
+-- back, taken at Redis time T (us; 0 when B is 0). In order:
+--   1. B > 0: given back as the algorithm's release would (fixed_window
+--      only while T's window is current; sliding_window: the current
+--      count, or prev once the state moved on; token_bucket: tokens =
+--      min(burst - held, tokens + B) whenever T was), whatever follows;
+--   2. a check of cost max(C, 1); on a pass, G = min(W, available): the
+--      most units the algorithm lets pass now;
+--   3. all or nothing as ever: G is committed (not C) only when every
+--      limit of the request passed. A lease limit that passed in a
+--      request that did not still reports its G: it was not taken.
+--   remaining: after G when passed, else as a check of max(C, 1); reset
+--   after: as a pass of G; retry after: as a check of max(C, 1). The life:
+--   until the current window's end (fixed_window, sliding_window), 100 ms
+--   (token_bucket; its held units: see token_bucket.lua).
 --
 -- Overrides: the key's hash tag + ":limit" ("rrl:{ZONE:KEY}:limit", the
 -- state's slot) may hold "Nr/PERIOD [burst=B]" (this key's own limit, in
@@ -28,7 +49,9 @@
 --   ARGV[1]: "release";
 --   ARGV[2]: the reservation's time (us): element 2 of the check's reply;
 --   ARGV[3]: "" or the time in microseconds;
---   ARGV[4 + 5(i-1) ..]: as the check's (same cost).
+--   ARGV[4 + 5(i-1) ..]: as the check's (same cost). A lease limit's
+--     "C:W:B:T" gives back C only: its G - C more stay taken (strict), and
+--     B is not given back.
 --   Reply: the number of limits whose state was changed.
 --   Never creates a key, never leaves a state more generous than if the
 --   reserved request had never come; release a reservation once only.
@@ -41,11 +64,13 @@
 --   ARGV[3]: the number of zones z, then per zone: algorithm, limit,
 --     period (ms), burst (as the check's);
 --   then per request: its number of limits n, then per limit: its zone
---     (1 to z) and its cost. (Zones once, not per limit: every number is
---     a strtod in Lua, and most of a batch's limits share a few zones.)
+--     (1 to z) and its cost ("C:W:B:T" for a lease zone). (Zones once,
+--     not per limit: every number is a strtod in Lua, and most of a
+--     batch's limits share a few zones.)
 --   Reply: each request's check reply, one after another; a request
 --     whose commands Redis failed (a key of another type, out of memory)
---     has -1 for passed and for each of its limits' integers.
+--     has -1 for passed and for each of its limits' integers (all 4, 8 or
+--     6 of each).
 --
 -- Bad arguments change nothing: 'ERR redis_ratelimit: bad arguments' or
 -- 'ERR redis_ratelimit: unknown algorithm <name>'.
@@ -67,17 +92,38 @@ local function whole(v, min)
   if v and v >= min and v <= 9007199254740992 and v % 1 == 0 then return v end
 end
 local suffix = '+overrides'
+local lease_suffix = '+lease'
 
--- the algorithm named, and its name when the zone has overrides=on (the
--- name ends in the suffix): looked at only when the name is not found
+-- the algorithm named, its name when the zone has overrides=on (the name
+-- ends in the suffix), and whether the zone has lease= (the name ends in
+-- "+lease"; only for an algorithm that leases): looked at only when the
+-- name is not found
 local function algorithm_of(name)
   local a = algorithms[name]
-  if a or type(name) ~= 'string' or #name <= #suffix
-    or name:sub(-#suffix) ~= suffix then
-    return a, false
+  if a or type(name) ~= 'string' then return a, false, false end
+  if #name > #suffix and name:sub(-#suffix) == suffix then
+    local base = name:sub(1, -#suffix - 1)
+    return algorithms[base], base, false
   end
-  local base = name:sub(1, -#suffix - 1)
-  return algorithms[base], base
+  if #name > #lease_suffix and name:sub(-#lease_suffix) == lease_suffix then
+    a = algorithms[name:sub(1, -#lease_suffix - 1)]
+    if a and a.lease then return a, false, true end
+  end
+  return nil, false, false
+end
+
+-- The cost field "C:W:B:T" of a lease limit into l (cost C, want W, back
+-- B, back_at T); false when it is not four whole numbers with W >=
+-- max(C, 1).
+local function lease_fields(l, field)
+  local c, w, b, t = string.match(field, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not c then return false end
+  c, b, t = whole(tonumber(c), 0), whole(tonumber(b), 0), whole(tonumber(t), 0)
+  if not (c and b and t) then return false end
+  w = whole(tonumber(w), math.max(c, 1))
+  if not w then return false end
+  l.cost, l.want, l.back, l.back_at = c, w, b, t
+  return true
 end
 
 local units = { ms = 1, s = 1000, m = 60000, h = 3600000, d = 86400000,
@@ -180,19 +226,26 @@ local release, batch = form == 'release', form == 'batch'
 local function parse(k, a, n)
   local limits = {}
   for i = 1, n do
-    local algorithm, overrides = algorithm_of(ARGV[a + 1])
+    local algorithm, overrides, lease = algorithm_of(ARGV[a + 1])
     local l = {
       key = KEYS[k + i - 1],
       algorithm = algorithm,
       overrides = overrides,
+      lease = lease,
       limit = whole(tonumber(ARGV[a + 2]), 1),
       period = whole(tonumber(ARGV[a + 3]), 1),
       burst = whole(tonumber(ARGV[a + 4]), 0),
-      cost = whole(tonumber(ARGV[a + 5]), 1),
     }
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
         tostring(ARGV[a + 1]))
+    end
+    if lease then
+      if not lease_fields(l, ARGV[a + 5]) then
+        return nil, redis.error_reply(bad_arguments)
+      end
+    else
+      l.cost = whole(tonumber(ARGV[a + 5]), 1)
     end
     if not (l.limit and l.period and l.burst and l.cost) then
       return nil, redis.error_reply(bad_arguments)
@@ -226,6 +279,24 @@ local function check_override(l, now)
   return ok, remaining, reset, retry, kind
 end
 
+-- the check of a lease limit (cost C, want W, back B at T): gives B back,
+-- checks a cost of max(C, 1), and on a pass grants G = min(W, available)
+-- units, which its commit takes instead of the cost: the algorithm's
+-- check's four values, G and the lease's life (us); 0, 0 when refused
+local function check_lease(l, now)
+  local a = l.algorithm
+  if l.back > 0 then a.giveback(l, l.back, l.back_at, now) end
+  local cost = math.max(l.cost, 1)
+  l.cost = cost
+  local ok, remaining, reset, retry = a.check(l, now)
+  if ok == 0 then return 0, remaining, reset, retry, 0, 0 end
+  -- a check that passes leaves remaining = available - cost
+  local granted = math.min(l.want, remaining + cost)
+  local life
+  reset, life = a.lease(l, granted, now)
+  return 1, remaining + cost - granted, reset, 0, granted, life
+end
+
 -- a request's check: appends its reply to `reply`
 local function check(limits, now, reply)
   local at = #reply + 1
@@ -234,8 +305,10 @@ local function check(limits, now, reply)
   local e = at + 2
   for i = 1, #limits do
     local l = limits[i]
-    local ok, remaining, reset, retry, kind
-    if l.overrides then
+    local ok, remaining, reset, retry, kind, granted, life
+    if l.lease then
+      ok, remaining, reset, retry, granted, life = check_lease(l, now)
+    elseif l.overrides then
       ok, remaining, reset, retry, kind = check_override(l, now)
     else
       ok, remaining, reset, retry = l.algorithm.check(l, now)
@@ -243,7 +316,10 @@ local function check(limits, now, reply)
     if ok == 0 then passed = 0 end
     reply[e], reply[e + 1], reply[e + 2], reply[e + 3] = ok, remaining, reset, retry
     e = e + 4
-    if l.overrides then
+    if l.lease then
+      reply[e], reply[e + 1] = granted, life
+      e = e + 2
+    elseif l.overrides then
       local limit, burst = l.limit, l.burst
       if kind == 3 then limit, burst = 0, 0 end
       reply[e], reply[e + 1], reply[e + 2], reply[e + 3] =
@@ -269,10 +345,11 @@ if batch then
   end
   local zones, a = {}, 4
   for z = 1, nzones do
-    local algorithm, overrides = algorithm_of(ARGV[a])
+    local algorithm, overrides, lease = algorithm_of(ARGV[a])
     local zone = {
       algorithm = algorithm,
       overrides = overrides,
+      lease = lease,
       limit = whole(tonumber(ARGV[a + 1]), 1),
       period = whole(tonumber(ARGV[a + 2]), 1),
       burst = whole(tonumber(ARGV[a + 3]), 0),
@@ -309,16 +386,32 @@ if batch then
     local limits = {}
     for i = 1, n do
       local zone = zones[number(ARGV[a + 2 * i - 1])]
-      local cost = whole(number(ARGV[a + 2 * i]), 1)
-      if not (zone and cost) then return redis.error_reply(bad_arguments) end
-      limits[i] = {
-        key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-        period = zone.period, burst = zone.burst, cost = cost,
-        overrides = zone.overrides,
-        -- the algorithms' own fields: setting them never grows the table
-        window = false, count = false, ttl = false, current = false,
-        prev = false, keep_ttl = false,
-      }
+      if not zone then return redis.error_reply(bad_arguments) end
+      if zone.lease then
+        -- "C:W:B:T": rarely the same twice, not worth the numbers' cache
+        local l = {
+          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+          period = zone.period, burst = zone.burst, lease = true,
+          cost = false, want = false, back = false, back_at = false,
+          window = false, count = false, ttl = false, current = false,
+          prev = false, keep_ttl = false,
+        }
+        if not lease_fields(l, ARGV[a + 2 * i]) then
+          return redis.error_reply(bad_arguments)
+        end
+        limits[i] = l
+      else
+        local cost = whole(number(ARGV[a + 2 * i]), 1)
+        if not cost then return redis.error_reply(bad_arguments) end
+        limits[i] = {
+          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+          period = zone.period, burst = zone.burst, cost = cost,
+          overrides = zone.overrides,
+          -- the algorithms' own fields: setting them never grows the table
+          window = false, count = false, ttl = false, current = false,
+          prev = false, keep_ttl = false,
+        }
+      end
       k = k + 1
     end
     requests[#requests + 1] = limits
@@ -338,7 +431,7 @@ if batch then
       -- goes on; this one alone gets a reply no decoder takes, passed -1
       local width = 2
       for _, l in ipairs(requests[r]) do
-        width = width + (l.overrides and 8 or 4)
+        width = width + ((l.overrides and 8) or (l.lease and 6) or 4)
       end
       for i = at + 1, at + width do reply[i] = -1 end
       reply[at + 2] = now
@@ -372,9 +465,10 @@ if release then
   local changed = 0
   for i = 1, #limits do
     local l = limits[i]
-    -- an unlimited or blocked key's reservation took nothing
+    -- an unlimited or blocked key's reservation took nothing; a lease
+    -- limit's gives back its cost C alone (a renewal's: nothing)
     local kind = l.overrides and override(l) or 0
-    if kind ~= 2 and kind ~= 3
+    if kind ~= 2 and kind ~= 3 and l.cost > 0
       and l.algorithm.release(l, reserved_at, now) then
       changed = changed + 1
     end

@@ -3,7 +3,8 @@
 -- where current counts this aligned window and prev the one before it; a
 -- request passes if estimate + cost <= limit + burst. State: one string
 -- "<window index>:<current>:<prev>", kept while it still weighs: until the
--- end of the next window.
+-- end of the next window. A lease (lease=) counts its units as that many
+-- requests in the current window and lives until that window's end.
 local sliding_window = {}
 
 -- slack for floating point, in time (microseconds): the estimate's own
@@ -75,24 +76,38 @@ function sliding_window.commit(l)
   end
 end
 
--- Gives back a reservation made at `at` from its window's count: the
+-- A lease of g units after a passed check: commits g instead of the cost.
+-- Returns the reset after (as a pass of g) and the lease's life (us): the
+-- current window's end.
+function sliding_window.lease(l, g)
+  l.cost = g
+  return l.ttl, l.ttl - l.period
+end
+
+-- Gives back a reservation made at `at` (units: its cost unless given)
+-- from its window's count: the
 -- stored current one, or the stored previous one once the state has moved
 -- on to the next window; only while that count still weighs. The state
 -- keeps its window, so its expiry stays the end of the window after it.
-function sliding_window.release(l, at, now)
+function sliding_window.release(l, at, now, units)
   local w, c, p = string.match(redis.call('GET', l.key) or '',
     '^(%d+):(%d+):(%d+)$')
   if not w then return false end
   w, c, p = tonumber(w), tonumber(c), tonumber(p)
   local reserved, window = math.floor(at / l.period), math.floor(now / l.period)
   if w == reserved and w >= window - 1 and c > 0 then
-    c = math.max(0, c - l.cost)
+    c = math.max(0, c - (units or l.cost))
   elseif w == reserved + 1 and w == window and p > 0 then
-    p = math.max(0, p - l.cost)
+    p = math.max(0, p - (units or l.cost))
   else
     return false
   end
   redis.call('SET', l.key, string.format('%d:%d:%d', w, c, p),
     'PX', math.ceil(((w + 2) * l.period - now) / 1000))
   return true
+end
+
+-- The units left of an ended lease taken at `at`: as a release of them.
+function sliding_window.giveback(l, units, at, now)
+  return sliding_window.release(l, at, now, units)
 end

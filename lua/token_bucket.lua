@@ -1,35 +1,98 @@
 -- token_bucket: a bucket of burst tokens (default: limit), refilled
 -- continuously at limit per PERIOD; a request takes cost tokens. State: one
 -- string "<tokens>:<time>", kept until the bucket would be full again.
+--
+-- Leases (lease=): a lease takes its units as tokens and lives
+-- lease_us; the units leased in a slot of lease_us stay "held" until the
+-- end of the slot after it (every lease taken in a slot has ended by
+-- then), and no check (lease or not) lets the bucket refill above
+-- burst - held: a server's units not yet used are not refilled under it.
+-- The state then is "<tokens>:<time>:<slot>:<cur>:<prev>": slot =
+-- floor(time / lease_us), cur the units leased in that slot, prev in the
+-- slot before. Every form reads both.
 local token_bucket = {}
 
 -- slack for floating point, in time (microseconds), not in tokens: a slack
 -- in tokens would be a long time at slow rates
 local slack = 1e-3
+-- a lease's life, and the slots that count the units held
+local lease_us = 100000
+
+-- The held fields ":<slot>:<cur>:<prev>" of a state read at now, rolled
+-- to now's slot (l.held_cur: this slot's, l.held_prev: the one before's;
+-- left nil when nothing is held any more): the tokens capped at burst -
+-- held; nil when they are not the script's.
+local function hold(l, fields, tokens, now)
+  local slot, cur, prev = string.match(fields, '^:(%d+):(%d+):(%d+)$')
+  slot, cur, prev = tonumber(slot), tonumber(cur), tonumber(prev)
+  if not (slot and cur and prev) then return nil end
+  local s = math.floor(now / lease_us)
+  if slot == s - 1 then
+    cur, prev = 0, cur
+  elseif slot ~= s then
+    return tokens
+  end
+  if cur + prev == 0 then return tokens end
+  l.held_cur, l.held_prev = cur, prev
+  return math.max(0, math.min(l.burst - cur - prev, tokens))
+end
+
+-- microseconds until the held units let the bucket hold n tokens
+local function held_wait(l, n, now)
+  if not l.held_cur or l.burst - l.held_cur - l.held_prev >= n then
+    return 0
+  end
+  local s = math.floor(now / lease_us)
+  if l.burst - l.held_cur >= n then return (s + 1) * lease_us - now end
+  return (s + 2) * lease_us - now
+end
+
+-- The tokens at now (capped by what is held) from the stored state, the
+-- held fields in l; nil when there is none.
+local function read(l, now)
+  local state = redis.call('GET', l.key)
+  if not state then return nil end
+  local t, at, fields = string.match(state, '^([^:]+):(%d+)(.*)$')
+  t, at = tonumber(t), tonumber(at)
+  if not (t and at) then return nil end
+  local tokens = math.min(l.burst, t + math.max(0, now - at) * l.limit / l.period)
+  if fields == '' then return tokens end
+  return hold(l, fields, tokens, now)
+end
 
 function token_bucket.check(l, now)
   local capacity = l.burst
   local tokens = capacity
+  -- what refills from now if nothing is taken (over tokens when held)
+  local level = tokens
 
   local state = redis.call('GET', l.key)
   if state then
-    local t, at = string.match(state, '^([^:]+):(%d+)$')
+    local t, at, fields = string.match(state, '^([^:]+):(%d+)(.*)$')
     t, at = tonumber(t), tonumber(at)
     if t and at then
       tokens = math.min(capacity, t + math.max(0, now - at) * l.limit / l.period)
+      level = tokens
+      if fields ~= '' then
+        tokens = hold(l, fields, tokens, now)
+        -- not the script's: as no state
+        if not tokens then tokens, level = capacity, capacity end
+      end
     end
   end
 
   -- microseconds until there are n tokens (0 if there are)
   local function wait(n)
-    return math.max(0, math.ceil((n - tokens) * l.period / l.limit - slack))
+    local w = math.max(0, math.ceil((n - level) * l.period / l.limit - slack))
+    if l.held_cur then w = math.max(w, held_wait(l, n, now)) end
+    return w
   end
   local per_slack = slack * l.limit / l.period
 
   if l.cost <= capacity and wait(l.cost) == 0 then
     local left = math.max(0, tokens - l.cost)
     l.left = left
-    tokens = left
+    level = left
     l.full_in = wait(capacity)
     return 1, math.floor(left + per_slack), l.full_in, 0
   end
@@ -40,8 +103,29 @@ function token_bucket.check(l, now)
   return 0, math.floor(tokens + per_slack), wait(capacity), math.max(1, retry)
 end
 
+-- A lease of g units after a check passed (cost c): commits g instead, held
+-- in now's slot. Returns the reset after (as a pass of g) and the life.
+function token_bucket.lease(l, g, now)
+  l.left = math.max(0, l.left + l.cost - g)
+  l.cost = g
+  l.held_cur, l.held_prev = (l.held_cur or 0) + g, l.held_prev or 0
+  l.full_in = math.max(
+    math.ceil((l.burst - l.left) * l.period / l.limit - slack),
+    held_wait(l, l.burst, now))
+  return l.full_in, lease_us
+end
+
+-- the state of `tokens` at `at`, with the held fields of l
+local function state_of(l, tokens, at)
+  if l.held_cur then
+    return string.format('%.17g:%d:%d:%d:%d', tokens, at,
+      math.floor(at / lease_us), l.held_cur, l.held_prev)
+  end
+  return string.format('%.17g:%d', tokens, at)
+end
+
 function token_bucket.commit(l, now)
-  redis.call('SET', l.key, string.format('%.17g:%d', l.left, now),
+  redis.call('SET', l.key, state_of(l, l.left, now),
     'PX', math.max(1, math.ceil(l.full_in / 1000)))
 end
 
@@ -49,11 +133,19 @@ end
 -- time. Exact while the state is the reservation's (stored at `at`); if
 -- others passed since, a bucket without the reservation may have
 -- overflowed by up to what refilled in between: that much is kept back.
+-- The held fields stay as they are (a check caps the tokens by them).
 function token_bucket.release(l, at, now)
-  local t, stored_at = string.match(redis.call('GET', l.key) or '',
-    '^([^:]+):(%d+)$')
+  local t, stored_at, fields = string.match(redis.call('GET', l.key) or '',
+    '^([^:]+):(%d+)(.*)$')
   t, stored_at = tonumber(t), tonumber(stored_at)
   if not (t and stored_at) or stored_at < at then return false end
+  -- the held units' end (us from now), where any are held
+  local held_for = 0
+  if fields ~= '' then
+    local slot = string.match(fields, '^:(%d+):%d+:%d+$')
+    if not slot then return false end
+    held_for = (tonumber(slot) + 2) * lease_us - now
+  end
   local back = l.cost - (stored_at - at) * l.limit / l.period
   local refilled = math.max(0, now - stored_at) * l.limit / l.period
   -- full again by now: nothing of the reservation counts any more
@@ -61,11 +153,37 @@ function token_bucket.release(l, at, now)
   t = math.min(l.burst, t + back)
   local full_in =
     math.ceil((l.burst - t - refilled) * l.period / l.limit - slack)
+  if held_for <= 0 then
+    fields = ''
+    if full_in <= 0 then
+      redis.call('DEL', l.key) -- full: as no state at all
+      return true
+    end
+  end
+  redis.call('SET', l.key, string.format('%.17g:%d', t, stored_at) .. fields,
+    'PX', math.ceil(math.max(full_in, held_for) / 1000))
+  return true
+end
+
+-- The units left of an ended lease, given back at now: the tokens become
+-- min(burst - held, tokens + units) whenever the lease was taken (the
+-- held units cap them).
+function token_bucket.giveback(l, units, _, now)
+  local tokens = read(l, now)
+  if not tokens then return false end -- no state: the bucket is full
+  tokens = math.min(l.burst, tokens + units)
+  if l.held_cur then
+    tokens = math.min(l.burst - l.held_cur - l.held_prev, tokens)
+  end
+  local full_in = math.max(
+    math.ceil((l.burst - tokens) * l.period / l.limit - slack),
+    held_wait(l, l.burst, now))
   if full_in <= 0 then
-    redis.call('DEL', l.key) -- full: as no state at all
+    redis.call('DEL', l.key)
   else
-    redis.call('SET', l.key, string.format('%.17g:%d', t, stored_at),
+    redis.call('SET', l.key, state_of(l, tokens, now),
       'PX', math.ceil(full_in / 1000))
   end
+  l.held_cur, l.held_prev = nil, nil -- the check reads them again
   return true
 end

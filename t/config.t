@@ -84,12 +84,20 @@ my @bad = (
         'invalid value "overrides=" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
     ['overrides in capitals, before rate', http_conf("    redis_ratelimit_zone \$a zone=z overrides=ON rate=1r/s; # HERE\n"),
         'invalid value "overrides=ON" in "redis_ratelimit_zone" directive, it must be "on" or "off" in FILE:LINE'],
-    ['lease of 0%', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=0%; # HERE\n"),
+    ['lease of 0%', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s lease=0%; # HERE\n"),
         'invalid lease value "lease=0%" in "redis_ratelimit_zone" directive, it must be "off" or a percentage from 1% to 100% in FILE:LINE'],
-    ['lease over 100%', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=101%; # HERE\n"),
+    ['lease over 100%', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s lease=101%; # HERE\n"),
         'invalid lease value "lease=101%" in "redis_ratelimit_zone" directive, it must be "off" or a percentage from 1% to 100% in FILE:LINE'],
-    ['lease without %', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=10; # HERE\n"),
+    ['lease without %', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s lease=10; # HERE\n"),
         'invalid lease value "lease=10" in "redis_ratelimit_zone" directive, it must be "off" or a percentage from 1% to 100% in FILE:LINE'],
+    ['lease on a sliding_log', http_conf("    redis_ratelimit_zone \$a zone=z lease=10% rate=1r/s algorithm=sliding_log; # HERE\n"),
+        '"lease=10%" cannot be used with "algorithm=sliding_log" (a sliding_log keeps each request\'s own time: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['lease on a leaky_bucket', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s algorithm=leaky_bucket lease=5%; # HERE\n"),
+        '"lease=5%" cannot be used with "algorithm=leaky_bucket" (a leaky bucket spaces each request: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['lease on gcra', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s algorithm=gcra burst=2 lease=100%; # HERE\n"),
+        '"lease=100%" cannot be used with "algorithm=leaky_bucket" (a leaky bucket spaces each request: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
+    ['lease with overrides', http_conf("    redis_ratelimit_zone \$a zone=z rate=1r/s overrides=on lease=10%; # HERE\n"),
+        '"lease=10%" and "overrides=on" together are not supported in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['lease not a number', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=x%; # HERE\n"),
         'invalid lease value "lease=x%" in "redis_ratelimit_zone" directive, it must be "off" or a percentage from 1% to 100% in FILE:LINE'],
     ['lease of a bare %', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=%; # HERE\n"),
@@ -104,14 +112,6 @@ my @bad = (
         'invalid lease value "lease=on" in "redis_ratelimit_zone" directive, it must be "off" or a percentage from 1% to 100% in FILE:LINE'],
     ['lease on sliding_log', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=sliding_log lease=10%; # HERE\n"),
         '"lease=10%" cannot be used with "algorithm=sliding_log" (a sliding_log keeps each request\'s own time: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['lease on sliding_log, algorithm after it', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s lease=25% algorithm=sliding_log; # HERE\n"),
-        '"lease=25%" cannot be used with "algorithm=sliding_log" (a sliding_log keeps each request\'s own time: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['lease on leaky_bucket', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=leaky_bucket lease=10%; # HERE\n"),
-        '"lease=10%" cannot be used with "algorithm=leaky_bucket" (a leaky bucket spaces each request: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['lease on gcra', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=gcra burst=2 lease=10%; # HERE\n"),
-        '"lease=10%" cannot be used with "algorithm=leaky_bucket" (a leaky bucket spaces each request: a lease cannot take units ahead) in "redis_ratelimit_zone" directive in FILE:LINE'],
-    ['lease with overrides=on', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s overrides=on lease=10%; # HERE\n"),
-        '"lease=10%" and "overrides=on" together are not supported in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['lease with overrides=on after it', http_conf("    redis_ratelimit_zone \$a zone=z rate=5r/s algorithm=token_bucket lease=50% overrides=on; # HERE\n"),
         '"lease=50%" and "overrides=on" together are not supported in "redis_ratelimit_zone" directive in FILE:LINE'],
     ['zone in a server', http_conf("    server {\n        redis_ratelimit_zone \$a zone=z rate=1r/s; # HERE\n    }\n"),
@@ -533,19 +533,13 @@ http {
     redis_ratelimit_zone $arg_k zone=off rate=5r/m algorithm=token_bucket overrides=off burst=2;
 }
 EOF2
-    ['lease on the three algorithms that take it, off on the others', <<'EOF2'],
+    ['leases on, and off', <<'EOF2'],
 http {
     redis_ratelimit_server 127.0.0.1:6379;
-    redis_ratelimit_zone $arg_k zone=fw rate=5r/m algorithm=fixed_window lease=1%;
-    redis_ratelimit_zone $arg_k zone=sw rate=5r/m lease=100%;
-    redis_ratelimit_zone $arg_k zone=tb rate=5r/m algorithm=token_bucket burst=2 lease=50%;
-    redis_ratelimit_zone $arg_k zone=sl rate=5r/m algorithm=sliding_log lease=off;
-    redis_ratelimit_zone $arg_k zone=lb rate=5r/m algorithm=gcra lease=off;
-    redis_ratelimit_zone $arg_k zone=ov rate=5r/m overrides=on lease=off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location / { redis_ratelimit zone=fw; redis_ratelimit zone=sw; redis_ratelimit zone=tb; }
-    }
+    redis_ratelimit_zone $arg_k zone=fw rate=5r/m algorithm=fixed_window lease=10%;
+    redis_ratelimit_zone $arg_k zone=sw rate=5r/m lease=1%;
+    redis_ratelimit_zone $arg_k zone=tb rate=5r/m algorithm=token_bucket burst=9 lease=100%;
+    redis_ratelimit_zone $arg_k zone=log rate=5r/m algorithm=sliding_log lease=off overrides=on;
 }
 EOF2
     ['the deny cache off', <<'EOF2'],

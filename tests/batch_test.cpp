@@ -12,6 +12,7 @@
 
 #include "resp.hpp"
 #include "rrl_call.h"
+#include "rrl_call_args.h"
 
 namespace {
 
@@ -76,6 +77,49 @@ TEST(Batch, TheCommandOfTheBatchForm) {
     EXPECT_EQ(batch.command("other"), want);
     EXPECT_THROW(batch.add(*a, 0, nullptr), std::logic_error);
     EXPECT_THROW(batch.remove(0), std::logic_error);
+}
+
+// A lease limit: its zone's algorithm ends with the suffix (the zone goes
+// once, as any), its cost is "C:W:B:T", its share of the reply is wider.
+TEST(Batch, ALeaseLimitCarriesItsCostFieldAndSuffix) {
+    std::vector<std::string_view> argv = {"EVALSHA",
+                                          "sha",
+                                          "2",
+                                          "k0",
+                                          "k1",
+                                          "",
+                                          "fixed_window+lease",
+                                          "10",
+                                          "1000",
+                                          "0",
+                                          "2:6:3:1700000000123456",
+                                          "fixed_window",
+                                          "5",
+                                          "1000",
+                                          "0",
+                                          "1"};
+    rrl::Call lease(argv, {&zone_a, &zone_b}, false);
+    rrl::Call again({"EVALSHA", "sha", "1", "k2", "", "fixed_window+lease",
+                     "10", "1000", "0", "0:4:0:0"},
+                    {&zone_a}, false);
+    rrl::Batch batch;
+    EXPECT_FALSE(batch.add(lease, 0, nullptr));
+    EXPECT_FALSE(batch.add(again, 0, nullptr));
+    EXPECT_EQ(batch.values(),
+              2u + (4 + RRL_REPLY_LEASE) + 4 + 2 + (4 + RRL_REPLY_LEASE));
+    EXPECT_EQ(batch.share(1), 12u);  // where its share starts
+
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\nk0\r\n$2\r\nk1\r\n$2\r\nk2\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$18\r\nfixed_window+lease\r\n$2\r\n10\r\n$4\r\n1000\r\n"
+        "$1\r\n0\r\n"
+        "$12\r\nfixed_window\r\n$1\r\n5\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n$22\r\n2:6:3:1700000000123456\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$7\r\n0:4:0:0\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
 }
 
 TEST(Batch, FullAt64Requests) {

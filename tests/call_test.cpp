@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rrl_call.h"
+#include "rrl_call_args.h"
 
 namespace {
 
@@ -169,6 +170,54 @@ TEST(Call, APartFailedFailsAndReleasesTheOthers) {
     EXPECT_EQ(release(p.get(), 0), "");  // no reply
     EXPECT_NE(release(p.get(), 1).find("$7\r\nrelease\r\n$2\r\n-7\r\n"),
               std::string::npos);
+}
+
+// A lease limit's reply is RRL_REPLY_LEASE wider (its algorithm's suffix
+// says so); the merge and the release carry it as it is.
+TEST(Call, ALeaseLimitsReplyIsWider) {
+    Argv a(kKeys);
+    // [EVALSHA sha 3 key key key "" (5 a limit)..]: limit j at 7 + 5j
+    a.args[7 + 5] = "fixed_window" RRL_LEASE_SUFFIX;  // {b}x's algorithm
+    a.args[7 + 5 + 4] = "2:5:0:0";                    // its cost
+    a.args[7 + 10] = "token_bucket+overrides";        // {a}y's
+    Plan one = make(a, 0);
+    EXPECT_EQ(rrl_call_values(one.get(), 0),
+              2u + 4 * 3 + RRL_REPLY_LEASE + RRL_REPLY_OVERRIDE);
+
+    Plan p = make(a, 1);
+    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2 + RRL_REPLY_OVERRIDE);
+    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4 + RRL_REPLY_LEASE);
+    answer(p.get(), 0, 1, 500, 100);  // {a}x, {a}y
+    answer(p.get(), 1, 0, 501, 200);  // {b}x rejected
+    std::int64_t out[2 + 12 + 6];
+    ASSERT_EQ(rrl_call_merge(p.get(), out, 20), 20u);
+    std::vector<std::int64_t> got(out + 2, out + 20);
+    std::vector<std::int64_t> want{102, 103, 104, 105,            // {a}x
+                                   202, 203, 204, 205, 206, 207,  // {b}x
+                                   106, 107, 108, 109, 110, 111, 112, 113};
+    EXPECT_EQ(got, want);
+    // the release form carries the lease's cost field as sent: the script
+    // gives back its C
+    EXPECT_EQ(release(p.get(), 1), "");
+    EXPECT_NE(release(p.get(), 0).find("token_bucket+overrides"),
+              std::string::npos);
+
+    Argv b({"{b}x"});
+    b.args[5] = "sliding_window+lease";
+    b.args[9] = "0:3:2:1700000000000000";
+    Plan q = make(b, 1);
+    answer(q.get(), 0, 1, 500, 100);
+    EXPECT_EQ(rrl_call_values(q.get(), 0), 2u + 4 + 2);
+    rrl::Call plan({"EVALSHA", "s", "1", "k", "", "sliding_window+lease", "10",
+                    "1000", "0", "0:3:2:1700000000000000"},
+                   {&zone_a}, false);
+    EXPECT_EQ(plan.cost(0, 0), "0:3:2:1700000000000000");
+    EXPECT_EQ(plan.values(0), 8u);
+    // a name that is only the suffix is no lease
+    rrl::Call bare(
+        {"EVALSHA", "s", "1", "k", "", "+lease", "10", "1000", "0", "1"},
+        {&zone_a}, false);
+    EXPECT_EQ(bare.values(0), 6u);
 }
 
 TEST(Call, NoSuchPart) {

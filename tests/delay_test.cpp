@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "call_limit.hpp"
 #include "local.hpp"
 #include "local_zone.hpp"
 #include "rrl_call_args.h"
@@ -18,8 +19,11 @@ constexpr std::int64_t kNow = 1700000000LL * 1000000 + 250000;
 rrl_call_limit_t leaky(std::uint64_t n, std::uint64_t period_ms,
                        std::uint64_t burst, std::uint64_t delay,
                        std::uint64_t cost = 1) {
-    return {"z",   1,    RRL_LEAKY_BUCKET, n, period_ms,
-            burst, cost, nullptr,          0, delay};
+    rrl_call_limit_t l =
+        rrl_test::call_limit("z", RRL_LEAKY_BUCKET, n, period_ms, burst);
+    l.cost = cost;
+    l.delay = delay;
+    return l;
 }
 
 // The waits of requests sent at the given times (us after kNow) to one

@@ -158,3 +158,67 @@ TEST(Metrics, TruncatesToTheBufferAndTellsTheLength) {
 }
 
 }  // namespace
+
+namespace {
+
+// The lease families: only zones with lease=, HELP and TYPE once, the zone
+// label escaped as everywhere; none of it without a lease zone.
+TEST(Metrics, LeasesOfTheLeaseZonesOnly) {
+    rrl_metrics_zone_t zones[3] = {};
+    zones[0].name = "plain";
+    zones[0].len = 5;
+    zones[1].name = "le\"ase";
+    zones[1].len = 6;
+    zones[1].lease = 1;
+    zones[1].lease_events[0] = 7;  // taken
+    zones[1].lease_events[1] = 5;  // renewed
+    zones[1].lease_events[2] = 2;  // given_back
+    zones[1].lease_events[3] = 1;  // refused
+    zones[1].lease_from[0] = 900;  // lease
+    zones[1].lease_from[1] = 12;   // redis
+    zones[2].name = "b";
+    zones[2].len = 1;
+    zones[2].lease = 1;
+
+    rrl_metrics_t m{};
+    m.zones = zones;
+    m.nzones = 3;
+    std::string text = format(m);
+
+    for (
+        const char* line :
+        {"# TYPE redis_ratelimit_leases_total counter",
+         "# TYPE redis_ratelimit_lease_requests_total counter",
+         "redis_ratelimit_leases_total{zone=\"le\\\"ase\",event=\"taken\"} 7",
+         "redis_ratelimit_leases_total{zone=\"le\\\"ase\",event=\"renewed\"} 5",
+         "redis_ratelimit_leases_total{zone=\"le\\\"ase\",event=\"given_back\"}"
+         " 2",
+         "redis_ratelimit_leases_total{zone=\"le\\\"ase\",event=\"refused\"} 1",
+         "redis_ratelimit_leases_total{zone=\"b\",event=\"refused\"} 0",
+         "redis_ratelimit_lease_requests_total{zone=\"le\\\"ase\",from="
+         "\"lease\"} 900",
+         "redis_ratelimit_lease_requests_total{zone=\"le\\\"ase\",from="
+         "\"redis\"} 12",
+         "redis_ratelimit_lease_requests_total{zone=\"b\",from=\"redis\"} 0"}) {
+        EXPECT_TRUE(has_line(text, line)) << line;
+    }
+    EXPECT_EQ(text.find("{zone=\"plain\",event="), std::string::npos);
+    EXPECT_EQ(text.find("{zone=\"plain\",from="), std::string::npos);
+    // one HELP a family, before its lines
+    size_t help = text.find("# HELP redis_ratelimit_leases_total ");
+    ASSERT_NE(help, std::string::npos);
+    EXPECT_EQ(text.find("# HELP redis_ratelimit_leases_total ", help + 1),
+              std::string::npos);
+    EXPECT_LT(help, text.find("redis_ratelimit_leases_total{"));
+    EXPECT_LT(text.find("# HELP redis_ratelimit_lease_requests_total "),
+              text.find("redis_ratelimit_lease_requests_total{"));
+
+    // without a lease zone the text is as before
+    zones[1].lease = 0;
+    zones[2].lease = 0;
+    std::string none = format(m);
+    EXPECT_EQ(none.find("lease"), std::string::npos);
+    EXPECT_EQ(none.find("le\\\"ase\",event"), std::string::npos);
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "call_args.hpp"
+#include "call_limit.hpp"
 #include "metrics.hpp"
 #include "rrl.h"
 #include "rrl_call.h"
@@ -30,18 +31,11 @@ constexpr std::int64_t kNow = std::int64_t{1700000000} * 1000000;
 rrl_call_limit_t limit(const char* zone, int algorithm, std::uint64_t n,
                        std::uint64_t period_ms, std::uint64_t burst,
                        bool overrides, const char* key = "k") {
-    return {zone,
-            std::strlen(zone),
-            algorithm,
-            n,
-            period_ms,
-            burst,
-            1,
-            reinterpret_cast<const unsigned char*>(key),
-            std::strlen(key),
-            RRL_DELAY_NONE,
-            overrides ? 1 : 0,
-            RRL_OVERRIDE_NONE};
+    rrl_call_limit_t l =
+        rrl_test::call_limit(zone, algorithm, n, period_ms, burst);
+    rrl_test::set_key(l, key);
+    l.overrides = overrides ? 1 : 0;
+    return l;
 }
 
 std::vector<std::string> call_args(const std::vector<rrl_call_limit_t>& l) {

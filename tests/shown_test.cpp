@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "call_limit.hpp"
 #include "rrl_decision.h"
 
 namespace {
@@ -17,8 +18,7 @@ constexpr std::int64_t kNow = 1700000000 * kSecond + 250000;
 
 rrl_call_limit_t limit(const std::string& zone, int algorithm, std::uint64_t n,
                        std::uint64_t period_ms, std::uint64_t burst) {
-    return {zone.data(), zone.size(), algorithm, n, period_ms, burst,
-            1, nullptr, 0, RRL_DELAY_NONE, 0, RRL_OVERRIDE_NONE};
+    return rrl_test::call_limit(zone, algorithm, n, period_ms, burst);
 }
 
 // A request of limits, decided by a script reply of {passed, remaining,

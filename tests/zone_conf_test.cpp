@@ -105,6 +105,69 @@ TEST(ZoneConf, Overrides) {
     }
 }
 
+TEST(ZoneConf, Lease) {
+    rrl::ZoneConf conf;
+    EXPECT_EQ(parse({"zone=z", "rate=1r/s"}, conf), "");
+    EXPECT_EQ(conf.lease, 0u);
+    EXPECT_EQ(parse({"lease=10%"}, conf), "");
+    EXPECT_EQ(conf.lease, 10u);
+    EXPECT_EQ(parse({"lease=1%"}, conf), "");
+    EXPECT_EQ(conf.lease, 1u);
+    EXPECT_EQ(parse({"lease=100%"}, conf), "");
+    EXPECT_EQ(conf.lease, 100u);
+    EXPECT_EQ(parse({"lease=05%"}, conf), "");  // a number as ngx_atoi's
+    EXPECT_EQ(conf.lease, 5u);
+    EXPECT_EQ(parse({"lease=off"}, conf), "");
+    EXPECT_EQ(conf.lease, 0u);
+    for (std::string_view ok : {"fixed_window", "sliding_window"}) {
+        rrl::ZoneConf c;
+        EXPECT_EQ(parse({"zone=z", "rate=1r/s", "lease=50%",
+                         "algorithm=" + std::string(ok)},
+                        c),
+                  "");
+        EXPECT_EQ(c.lease, 50u);
+    }
+    rrl::ZoneConf tb;
+    EXPECT_EQ(
+        parse({"lease=5%", "zone=z", "rate=1r/s", "algorithm=token_bucket"},
+              tb),
+        "");
+    EXPECT_EQ(tb.lease, 5u);
+
+    for (std::string_view bad :
+         {"lease=", "lease=0%", "lease=101%", "lease=10", "lease=%",
+          "lease=-1%", "lease=+5%", "lease=1.5%", "lease=10%%", "lease=on",
+          "lease=OFF", "lease= 10%", "lease=1000000000000000000%"}) {
+        EXPECT_EQ(error_of({"zone=z", "rate=1r/s", bad}),
+                  "invalid lease value \"" + std::string(bad) +
+                      "\" in \"redis_ratelimit_zone\" directive, it must be "
+                      "\"off\" or a percentage from 1% to 100%");
+    }
+}
+
+TEST(ZoneConf, LeaseRefused) {
+    EXPECT_EQ(
+        error_of({"zone=z", "rate=1r/s", "lease=10%", "algorithm=sliding_log"}),
+        "\"lease=10%\" cannot be used with \"algorithm=sliding_log\" (a "
+        "sliding_log keeps each request's own time: a lease cannot take "
+        "units ahead) in \"redis_ratelimit_zone\" directive");
+    for (std::string_view a : {"leaky_bucket", "gcra"}) {
+        EXPECT_EQ(error_of({"zone=z", "algorithm=" + std::string(a),
+                            "rate=1r/s", "lease=7%"}),
+                  "\"lease=7%\" cannot be used with "
+                  "\"algorithm=leaky_bucket\" (a leaky bucket spaces each "
+                  "request: a lease cannot take units ahead) in "
+                  "\"redis_ratelimit_zone\" directive");
+    }
+    EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "overrides=on", "lease=100%"}),
+              "\"lease=100%\" and \"overrides=on\" together are not "
+              "supported in \"redis_ratelimit_zone\" directive");
+    // off is no lease: nothing to refuse
+    EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "lease=10%", "lease=off",
+                        "overrides=on", "algorithm=sliding_log"}),
+              "");
+}
+
 TEST(ZoneConf, Bounds) {
     EXPECT_EQ(error_of({"rate=1r/s"}),
               "\"redis_ratelimit_zone\" must have \"zone\" parameter");
@@ -149,6 +212,7 @@ TEST(ZoneConfCApi, Parses) {
     EXPECT_EQ(c_word(&conf, "overrides=on"), RRL_OK);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
     EXPECT_EQ(z.overrides, 1);
+    EXPECT_EQ(z.lease, 0u);
     EXPECT_EQ(std::string(z.name.data, z.name.len), "user");
     EXPECT_EQ(std::string(z.rate.data, z.rate.len), "100r/m");
     EXPECT_EQ(z.algorithm, RRL_SLIDING_LOG);
@@ -156,6 +220,24 @@ TEST(ZoneConfCApi, Parses) {
     EXPECT_EQ(z.period_ms, 60000u);
     EXPECT_EQ(z.burst, 20u);
     EXPECT_EQ(z.capacity, 120u);
+}
+
+TEST(ZoneConfCApi, Lease) {
+    rrl_conf_t conf;
+    const rrl_zone_conf_t& z = conf.u.zone;
+    rrl_conf_init(&conf, RRL_CONF_ZONE, kDirective);
+    EXPECT_EQ(z.lease, 0u);
+    EXPECT_EQ(c_word(&conf, "zone=user"), RRL_OK);
+    EXPECT_EQ(c_word(&conf, "rate=100r/m"), RRL_OK);
+    EXPECT_EQ(c_word(&conf, "lease=25%"), RRL_OK);
+    EXPECT_EQ(z.lease, 25u);
+    EXPECT_EQ(c_word(&conf, "overrides=off"), RRL_OK);
+    EXPECT_EQ(z.lease, 25u);  // kept across words
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(z.lease, 25u);
+    EXPECT_EQ(c_word(&conf, "algorithm=gcra"), RRL_OK);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_ERROR);
+    EXPECT_NE(std::string(conf.err).find("\"lease=25%\""), std::string::npos);
 }
 
 TEST(ZoneConfCApi, Errors) {

@@ -12,13 +12,21 @@ namespace rrl {
 
 namespace {
 
-// a limit's integers in the script's reply: its zone's overrides add some
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() > suffix.size() &&
+           s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// a limit's integers in the script's reply: its zone's overrides or lease
+// add some
 std::size_t reply_width(std::string_view algorithm) {
-    std::string_view suffix = RRL_OVERRIDES_SUFFIX;
-    bool overrides =
-        algorithm.size() > suffix.size() &&
-        algorithm.substr(algorithm.size() - suffix.size()) == suffix;
-    return RRL_REPLY_PER_LIMIT + (overrides ? RRL_REPLY_OVERRIDE : 0);
+    if (ends_with(algorithm, RRL_LEASE_SUFFIX)) {
+        return RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
+    }
+    if (ends_with(algorithm, RRL_OVERRIDES_SUFFIX)) {
+        return RRL_REPLY_PER_LIMIT + RRL_REPLY_OVERRIDE;
+    }
+    return RRL_REPLY_PER_LIMIT;
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ class Call {
         std::string key;
         std::string args[5];  // algorithm limit period burst cost
         const void* zone;
-        std::size_t width;  // of its reply: more with overrides
+        std::size_t width;  // of its reply: more with overrides, a lease
     };
     struct Part {
         unsigned slot = 0;

@@ -1,5 +1,6 @@
 #include "call_args.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "key.hpp"
@@ -14,15 +15,33 @@ constexpr std::string_view evalsha = "EVALSHA";
 constexpr std::size_t number_max =
     std::numeric_limits<std::uint64_t>::digits10 + 1;
 
+// the longest suffix an algorithm's name takes in the call
+constexpr std::size_t suffix_max =
+    std::max(std::string_view(RRL_OVERRIDES_SUFFIX).size(),
+             std::string_view(RRL_LEASE_SUFFIX).size());
+
+// "C:W:B:T"
+std::string lease_cost(const CallLimit& l) {
+    std::int64_t at = l.lease_back == 0 ? 0 : l.lease_back_at;
+    return std::to_string(l.cost) + ':' + std::to_string(lease_want(l)) + ':' +
+           std::to_string(l.lease_back) + ':' + std::to_string(at);
+}
+
 }  // namespace
+
+std::uint64_t lease_want(const CallLimit& limit) {
+    return std::max({limit.lease_want, limit.cost, std::uint64_t{1}});
+}
 
 std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
     std::size_t size = evalsha.size() + 40 + number_max;
 
     for (std::size_t i = 0; i < n; i++) {
         size += key_max_len(limits[i].zone.size()) +
-                limits[i].algorithm->name.size() +
-                std::string_view(RRL_OVERRIDES_SUFFIX).size() + 4 * number_max;
+                limits[i].algorithm->name.size() + suffix_max + 4 * number_max;
+        if (limits[i].lease != 0) {
+            size += 3 * (number_max + 1);  // ":W:B:T", T signed
+        }
     }
 
     return size;
@@ -52,7 +71,9 @@ std::vector<std::string_view> call_args(std::string_view sha1,
 
     for (std::size_t i = 0; i < n; i++) {
         const CallLimit& l = limits[i];
-        if (l.overrides) {
+        if (l.lease != 0) {
+            push(std::string(l.algorithm->name) + RRL_LEASE_SUFFIX);
+        } else if (l.overrides) {
             push(std::string(l.algorithm->name) + RRL_OVERRIDES_SUFFIX);
         } else {
             push(l.algorithm->name);
@@ -60,7 +81,7 @@ std::vector<std::string_view> call_args(std::string_view sha1,
         push(std::to_string(l.limit));
         push(std::to_string(l.period_ms));
         push(std::to_string(l.burst));
-        push(std::to_string(l.cost));
+        push(l.lease != 0 ? lease_cost(l) : std::to_string(l.cost));
     }
 
     // views only now: out may have grown on the way
@@ -73,13 +94,41 @@ std::vector<std::string_view> call_args(std::string_view sha1,
     return args;
 }
 
+std::size_t reply_width(const CallLimit& limit) {
+    if (limit.lease != 0) return RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
+    return RRL_REPLY_PER_LIMIT + (limit.overrides ? RRL_REPLY_OVERRIDE : 0);
+}
+
 std::size_t reply_values(const CallLimit* limits, std::size_t n) {
     std::size_t values = RRL_REPLY_HEADER;
-    for (std::size_t i = 0; i < n; i++) {
-        values += RRL_REPLY_PER_LIMIT +
-                  (limits[i].overrides ? RRL_REPLY_OVERRIDE : 0);
-    }
+    for (std::size_t i = 0; i < n; i++) values += reply_width(limits[i]);
     return values;
+}
+
+std::optional<Lease> read_lease(const CallLimit& limit,
+                                const rrl_limit_result_t& result,
+                                bool committed, const std::int64_t* values) {
+    constexpr std::int64_t max_ttl_us =
+        static_cast<std::int64_t>(RRL_MAX_STATE_MS) * 1000;
+    std::int64_t granted = values[0], ttl = values[1];
+
+    if (granted < 0 || ttl < 0 || ttl > max_ttl_us) return std::nullopt;
+
+    auto g = static_cast<std::uint64_t>(granted);
+    if (g > lease_want(limit)) return std::nullopt;
+    if (!result.passed) {
+        // nothing granted where the limit did not pass
+        if (g != 0 || ttl != 0) return std::nullopt;
+        return Lease{0, 0};
+    }
+    // another limit of the request rejected it: nothing was committed (the
+    // script may say what it would have granted, or 0)
+    if (!committed) return Lease{0, 0};
+    // decided from a lease already held (the lease table's own reply)
+    if (g == 0 && ttl == 0) return Lease{0, 0};
+    // a pass takes at least its cost (1 for a renewal)
+    if (g < std::max(limit.cost, std::uint64_t{1})) return std::nullopt;
+    return Lease{g, ttl};
 }
 
 std::optional<Override> read_override(const Algorithm& algorithm,

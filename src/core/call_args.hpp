@@ -25,7 +25,20 @@ struct CallLimit {
     std::uint64_t cost;
     std::string_view key;    // the client's, as evaluated
     bool overrides = false;  // its zone has overrides=on
+    // lease=P% (P, 0: none): the call's cost is "C:W:B:T" (see
+    // rrl_call_args.h), W at least max(cost, 1), T 0 when B is
+    unsigned lease = 0;
+    std::uint64_t lease_want = 0;
+    std::uint64_t lease_back = 0;
+    std::int64_t lease_back_at = 0;
 };
+
+// W of a lease limit: what it asks for, at least the cost and 1.
+std::uint64_t lease_want(const CallLimit& limit);
+
+// A limit's integers in the script's reply: 4, then the override's and the
+// lease's where its zone has them.
+std::size_t reply_width(const CallLimit& limit);
 
 // The most bytes call_args() writes for these limits.
 std::size_t call_args_size(const CallLimit* limits, std::size_t n);
@@ -62,6 +75,18 @@ std::string logged_rate(const CallLimit& limit, int override,
 
 // The log line of limit's invalid override.
 std::string override_message(const CallLimit& limit);
+
+// A lease's grant and lifetime as the script sent them (RRL_REPLY_LEASE
+// integers after a limit's 4), for a limit whose result is result and that
+// all the request's limits passed or not (committed): {granted, ttl_us},
+// granted 0 unless committed; nullopt when not one the script can have sent.
+struct Lease {
+    std::uint64_t granted;
+    std::int64_t ttl_us;
+};
+std::optional<Lease> read_lease(const CallLimit& limit,
+                                const rrl_limit_result_t& result,
+                                bool committed, const std::int64_t* values);
 
 // The first limit whose result has more remaining than its zone can ever
 // hold (a reply not the script's), or n when there is none.

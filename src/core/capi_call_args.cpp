@@ -19,15 +19,20 @@ bool to_limits(const rrl_call_limit_t* in, size_t n,
     for (size_t i = 0; i < n; i++) {
         const rrl::Algorithm* a = rrl::algorithm(in[i].algorithm);
         if (a == nullptr) return false;
-        out.push_back(
-            {{in[i].zone, in[i].zone_len},
-             a,
-             in[i].limit,
-             in[i].period_ms,
-             in[i].burst,
-             in[i].cost,
-             {reinterpret_cast<const char*>(in[i].key), in[i].key_len},
-             in[i].overrides != 0});
+        rrl::CallLimit l{};
+        l.zone = {in[i].zone, in[i].zone_len};
+        l.algorithm = a;
+        l.limit = in[i].limit;
+        l.period_ms = in[i].period_ms;
+        l.burst = in[i].burst;
+        l.cost = in[i].cost;
+        l.key = {reinterpret_cast<const char*>(in[i].key), in[i].key_len};
+        l.overrides = in[i].overrides != 0;
+        l.lease = in[i].lease;
+        l.lease_want = in[i].lease_want;
+        l.lease_back = in[i].lease_back;
+        l.lease_back_at = in[i].lease_back_at;
+        out.push_back(l);
     }
     return true;
 }
@@ -74,34 +79,49 @@ size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
 namespace {
 
 // The reply's overrides into overrides (the limits applied: a rate's or a
-// block's, else the zone's), and the reply without them into compact, as
-// wide as one without overrides; false when one is not the script's.
-bool read_overrides(const int64_t* values, const std::vector<rrl::CallLimit>& l,
-                    std::vector<int64_t>& compact,
-                    std::vector<rrl::Override>& overrides) {
+// block's, else the zone's) and its leases into leases, and the reply
+// without them into compact, as wide as one without either; "" or what is
+// not the script's.
+std::string read_extras(const int64_t* values,
+                        const std::vector<rrl::CallLimit>& l,
+                        std::vector<int64_t>& compact,
+                        std::vector<rrl::Override>& overrides,
+                        std::vector<rrl::Lease>& leases) {
     compact.assign(values, values + RRL_REPLY_HEADER);
     const int64_t* v = values + RRL_REPLY_HEADER;
+    bool committed = values[0] == 1;
 
     for (const rrl::CallLimit& limit : l) {
         compact.insert(compact.end(), v, v + RRL_REPLY_PER_LIMIT);
+        rrl_limit_result_t r{static_cast<int>(v[0]), v[1], v[2], v[3]};
+        const int64_t* extra = v + RRL_REPLY_PER_LIMIT;
         rrl::Override o{RRL_OVERRIDE_NONE, limit.limit, limit.period_ms,
                         limit.burst};
-        if (limit.overrides) {
-            rrl_limit_result_t r{static_cast<int>(v[0]), v[1], v[2], v[3]};
-            auto read = rrl::read_override(*limit.algorithm, r,
-                                           v + RRL_REPLY_PER_LIMIT);
-            if (!read) return false;
+        rrl::Lease lease{0, 0};
+        if (limit.lease != 0) {
+            auto read = rrl::read_lease(limit, r, committed, extra);
+            if (!read) return "a bad lease";
+            lease = *read;
+            // what this server's clients have left: Redis's, and the units
+            // of this grant beyond the cost, held here
+            if (lease.granted > limit.cost) {
+                compact[compact.size() - RRL_REPLY_PER_LIMIT + 1] +=
+                    static_cast<int64_t>(lease.granted - limit.cost);
+            }
+        } else if (limit.overrides) {
+            auto read = rrl::read_override(*limit.algorithm, r, extra);
+            if (!read) return "a bad override";
             if (read->kind == RRL_OVERRIDE_RATE ||
                 read->kind == RRL_OVERRIDE_BLOCK) {
                 o = *read;
             }
             o.kind = read->kind;
-            v += RRL_REPLY_OVERRIDE;
         }
         overrides.push_back(o);
-        v += RRL_REPLY_PER_LIMIT;
+        leases.push_back(lease);
+        v += rrl::reply_width(limit);
     }
-    return true;
+    return "";
 }
 
 }  // namespace
@@ -114,18 +134,22 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
         std::vector<rrl::CallLimit> l;
         if (!to_limits(limits, n, l)) return RRL_ERROR;
 
-        // the script's reply to limits with overrides (not a failed
-        // request's, -1); the deny cache and the local zone write 4 a limit
+        // the script's reply to limits with overrides or leases (not a
+        // failed request's, -1); the deny cache and the local zone write 4
+        // a limit
         std::vector<int64_t> compact;
         std::vector<rrl::Override> overrides;
+        std::vector<rrl::Lease> leases;
         std::vector<bool> hidden(n, false);
 
         if (nvalues == rrl::reply_values(l.data(), n) &&
             nvalues != RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n &&
             values[0] != -1) {
-            if (!read_overrides(values, l, compact, overrides)) {
+            std::string bad =
+                read_extras(values, l, compact, overrides, leases);
+            if (!bad.empty()) {
                 rrl::log(rrl::LogLevel::error,
-                         "unexpected script reply: a bad override");
+                         "unexpected script reply: " + bad);
                 return RRL_ERROR;
             }
             values = compact.data();
@@ -163,6 +187,10 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
             limits[k].period_ms = overrides[k].period_ms;
             limits[k].burst = overrides[k].burst;
         }
+        for (size_t k = 0; k < n; k++) {
+            limits[k].lease_granted = k < leases.size() ? leases[k].granted : 0;
+            limits[k].lease_ttl_us = k < leases.size() ? leases[k].ttl_us : 0;
+        }
         return RRL_OK;
     });
 }
@@ -188,8 +216,8 @@ size_t rrl_logged_rate(char* buf, size_t size, const rrl_call_limit_t* limit,
     return guarded("rrl_logged_rate", size_t{0}, [&] {
         std::vector<rrl::CallLimit> l;
         if (!to_limits(limit, 1, l)) return size_t{0};
-        std::string m = rrl::logged_rate(l[0], limit->override,
-                                         {zone_rate, zone_rate_len});
+        std::string m =
+            rrl::logged_rate(l[0], limit->override, {zone_rate, zone_rate_len});
         if (buf != nullptr && size > 0) {
             size_t k = std::min(m.size(), size - 1);
             std::memcpy(buf, m.data(), k);

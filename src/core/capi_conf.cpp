@@ -92,13 +92,30 @@ void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
 }
 
 rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
-    return {view(c.name), view(c.rate), c.algorithm, c.limit,
-            c.period_ms,  c.burst,      c.capacity,  c.overrides != 0};
+    rrl::ZoneConf z;
+    z.name = view(c.name);
+    z.rate = view(c.rate);
+    z.algorithm = c.algorithm;
+    z.limit = c.limit;
+    z.period_ms = c.period_ms;
+    z.burst = c.burst;
+    z.capacity = c.capacity;
+    z.overrides = c.overrides != 0;
+    z.lease = c.lease;
+    return z;
 }
 
 void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
-    *c = {str(z.name), str(z.rate), z.algorithm, z.limit,
-          z.period_ms, z.burst,     z.capacity,  z.overrides ? 1 : 0};
+    *c = {};
+    c->name = str(z.name);
+    c->rate = str(z.rate);
+    c->algorithm = z.algorithm;
+    c->limit = z.limit;
+    c->period_ms = z.period_ms;
+    c->burst = z.burst;
+    c->capacity = z.capacity;
+    c->overrides = z.overrides ? 1 : 0;
+    c->lease = z.lease;
 }
 
 rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {

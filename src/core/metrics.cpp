@@ -30,6 +30,14 @@ constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
 constexpr std::array<const char*, RRL_METRICS_OVERRIDE_KINDS> kOverrideKinds = {
     "rate", "unlimited", "block", "invalid"};
 
+// a lease's event, by RRL_LEASE_* (rrl_lease.h)
+constexpr std::array<const char*, RRL_METRICS_LEASE_EVENTS> kLeaseEvents = {
+    "taken", "renewed", "given_back", "refused"};
+
+// where a request of a lease zone was decided, by RRL_LEASE_FROM_*
+constexpr std::array<const char*, RRL_METRICS_LEASE_FROM> kLeaseFrom = {
+    "lease", "redis"};
+
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {
     "closed", "half_open", "open"};
 
@@ -50,6 +58,42 @@ void value(std::string& out, std::uint64_t v) {
     out += ' ';
     out += std::to_string(v);
     out += '\n';
+}
+
+// a zone's name as its label's value
+std::string zone_label(const rrl_metrics_zone_t& zone) {
+    return escape_label_value(std::string_view(zone.name, zone.len));
+}
+
+// name{zone="Z",label="each"} count, a line each, for zones with the family
+// (wanted); the family's HELP and TYPE first when one has it: without, the
+// text is as before
+template <typename Wanted, typename Count, std::size_t N>
+void zone_family(std::string& out, const rrl_metrics_t& m, const char* name,
+                 const char* help, const char* label,
+                 const std::array<const char*, N>& values, Wanted wanted,
+                 Count count) {
+    bool any = false;
+    for (std::size_t z = 0; z < m.nzones; z++) {
+        any = any || wanted(m.zones[z]);
+    }
+    if (!any) return;
+    header(out, name, "counter", help);
+    for (std::size_t z = 0; z < m.nzones; z++) {
+        if (!wanted(m.zones[z])) continue;
+        std::string zone = zone_label(m.zones[z]);
+        for (std::size_t k = 0; k < N; k++) {
+            out += name;
+            out += "{zone=\"";
+            out += zone;
+            out += "\",";
+            out += label;
+            out += "=\"";
+            out += values[k];
+            out += "\"}";
+            value(out, count(m.zones[z], k));
+        }
+    }
 }
 
 }  // namespace
@@ -85,14 +129,13 @@ std::size_t metrics_bucket(std::uint64_t rtt_us) {
 
 std::string metrics_format(const rrl_metrics_t& m) {
     std::string out;
-    out.reserve(2048 + m.nzones * 6 * 96);
+    out.reserve(2048 + m.nzones * 20 * 96);
 
     header(out, "redis_ratelimit_requests_total", "counter",
            "Requests limited by a zone, by $redis_ratelimit_status; a "
            "request counts once in each zone that applied to it.");
     for (std::size_t z = 0; z < m.nzones; z++) {
-        std::string zone = escape_label_value(
-            std::string_view(m.zones[z].name, m.zones[z].len));
+        std::string zone = zone_label(m.zones[z]);
         for (std::size_t s = 0; s < RRL_METRICS_STATUSES; s++) {
             out += "redis_ratelimit_requests_total{zone=\"";
             out += zone;
@@ -103,29 +146,36 @@ std::string metrics_format(const rrl_metrics_t& m) {
         }
     }
 
-    // only for zones with overrides=on: without, the text is as before
-    bool overrides = false;
-    for (std::size_t z = 0; z < m.nzones; z++) {
-        overrides = overrides || m.zones[z].overrides;
-    }
-    if (overrides) {
-        header(out, "redis_ratelimit_overrides_total", "counter",
-               "Requests whose limit in the zone was an override from "
-               "Redis, by kind.");
-    }
-    for (std::size_t z = 0; z < m.nzones; z++) {
-        if (!m.zones[z].overrides) continue;
-        std::string zone = escape_label_value(
-            std::string_view(m.zones[z].name, m.zones[z].len));
-        for (std::size_t k = 0; k < RRL_METRICS_OVERRIDE_KINDS; k++) {
-            out += "redis_ratelimit_overrides_total{zone=\"";
-            out += zone;
-            out += "\",kind=\"";
-            out += kOverrideKinds[k];
-            out += "\"}";
-            value(out, m.zones[z].override_kinds[k]);
-        }
-    }
+    // only for zones with overrides=on, lease=: without, the text is as
+    // before
+    zone_family(
+        out, m, "redis_ratelimit_overrides_total",
+        "Requests whose limit in the zone was an override from Redis, by "
+        "kind.",
+        "kind", kOverrideKinds,
+        [](const rrl_metrics_zone_t& z) { return z.overrides != 0; },
+        [](const rrl_metrics_zone_t& z, std::size_t k) {
+            return z.override_kinds[k];
+        });
+    zone_family(
+        out, m, "redis_ratelimit_leases_total",
+        "Leases of the zone's units from Redis, by event: taken (none "
+        "alive), renewed (added to one alive), given_back (a call gave "
+        "unused units back), refused.",
+        "event", kLeaseEvents,
+        [](const rrl_metrics_zone_t& z) { return z.lease != 0; },
+        [](const rrl_metrics_zone_t& z, std::size_t k) {
+            return z.lease_events[k];
+        });
+    zone_family(
+        out, m, "redis_ratelimit_lease_requests_total",
+        "Requests of a zone with lease=, by where they were decided: from "
+        "a lease in shared memory, or after waiting on Redis.",
+        "from", kLeaseFrom,
+        [](const rrl_metrics_zone_t& z) { return z.lease != 0; },
+        [](const rrl_metrics_zone_t& z, std::size_t k) {
+            return z.lease_from[k];
+        });
 
     header(out, "redis_ratelimit_redis_errors_total", "counter",
            "Redis calls that failed, or were not made, by kind.");

@@ -142,6 +142,8 @@ const char *rrl_script_sha1(void) RRL_NOEXCEPT;
 #define RRL_ARGS_PER_LIMIT   5
 #define RRL_REPLY_HEADER     2
 #define RRL_REPLY_PER_LIMIT  4
+/* a lease limit's reply has this many more: units granted, lease's life (us) */
+#define RRL_REPLY_LEASE      2
 
 
 typedef struct {
@@ -417,12 +419,24 @@ void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
 /* redis_ratelimit_overrides_total's kinds: rate, unlimited, block, invalid */
 #define RRL_METRICS_OVERRIDE_KINDS  4
 
+/*
+ * redis_ratelimit_leases_total's events, by RRL_LEASE_TAKEN, _RENEWED,
+ * _GIVEN_BACK, _REFUSED (rrl_lease.h): taken, renewed, given_back, refused;
+ * redis_ratelimit_lease_requests_total's from, by RRL_LEASE_FROM_LEASE,
+ * _FROM_REDIS: lease, redis
+ */
+#define RRL_METRICS_LEASE_EVENTS  4
+#define RRL_METRICS_LEASE_FROM    2
+
 typedef struct {
     const char  *name;
     size_t       len;
     uint64_t     requests[RRL_METRICS_STATUSES];
     int          overrides;    /* overrides=on: the zone's kinds are shown */
     uint64_t     override_kinds[RRL_METRICS_OVERRIDE_KINDS];
+    int          lease;        /* lease=P%: the zone's leases are shown */
+    uint64_t     lease_events[RRL_METRICS_LEASE_EVENTS];
+    uint64_t     lease_from[RRL_METRICS_LEASE_FROM];
 } rrl_metrics_zone_t;
 
 typedef struct {

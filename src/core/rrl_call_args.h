@@ -42,6 +42,16 @@ extern "C" {
 #define RRL_OVERRIDE_INVALID    4   /* not applied: the zone's rate */
 #define RRL_OVERRIDE_KINDS      5
 
+/*
+ * lease=P%: the algorithm's name in the call ends with this (never with
+ * RRL_OVERRIDES_SUFFIX too), the limit's cost argument is "C:W:B:T" (the
+ * request's cost, the units wanted, the units given back of an ended lease
+ * of this server, and Redis's time in us when that lease was taken, 0 when
+ * none is given back), and its reply has RRL_REPLY_LEASE more integers:
+ * the units granted and the lease's lifetime in us (both 0 unless passed)
+ */
+#define RRL_LEASE_SUFFIX  "+lease"
+
 /* one limit of the request whose key is not empty */
 typedef struct {
     const char           *zone;
@@ -56,6 +66,12 @@ typedef struct {
     uint64_t              delay;       /* D of delay=D; RRL_DELAY_NONE */
     int                   overrides;   /* its zone has overrides=on */
     int                   override;    /* RRL_OVERRIDE_*, once decoded */
+    unsigned              lease;       /* P of lease=P%, 0: none */
+    uint64_t              lease_want;  /* W (inputs: set before rrl_call_args()) */
+    uint64_t              lease_back;  /* B */
+    int64_t               lease_back_at;  /* T */
+    uint64_t              lease_granted;  /* G, set by rrl_call_reply_decode() */
+    int64_t               lease_ttl_us;   /* the lifetime, set by the decode */
 } rrl_call_limit_t;
 
 /* "nodelay", the default: delay=B, never delays */
@@ -84,7 +100,12 @@ int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
  * sets each limit's override, and the limit, period and burst of an
  * applied one (block: limit 0) in limits; one of 4 per limit (the deny
  * cache's, the local zone's) leaves them as they are. An unlimited limit
- * is never the reported one.
+ * is never the reported one. Each limit's lease_granted and lease_ttl_us
+ * are set: a lease limit's from a reply of rrl_reply_values() integers when
+ * the request passed, else 0; such a reply is refused when a grant is more
+ * than W (max(lease_want, cost, 1)), less than max(cost, 1) on a pass, not
+ * 0 on a rejected limit, or a lifetime is negative or over the state's
+ * bound (RRL_MAX_STATE_MS).
  */
 int rrl_call_reply_decode(const int64_t *values, size_t nvalues,
     rrl_call_limit_t *limits, size_t n, rrl_limit_result_t *results,

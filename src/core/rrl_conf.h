@@ -71,6 +71,7 @@ typedef struct {
     uint64_t        burst;         /* as the algorithm uses it, once done */
     uint64_t        capacity;      /* the largest cost, on idle */
     int             overrides;     /* overrides=on */
+    unsigned        lease;         /* P of lease=P%, 0: off */
 } rrl_zone_conf_t;
 
 

@@ -67,6 +67,24 @@ std::string zone_conf_word(ZoneConf& conf, std::string_view directive,
         return "";
     }
 
+    if (auto value = conf_value(word, "lease=")) {
+        std::optional<std::int64_t> percent;
+        if (value->size() > 1 && value->back() == '%') {
+            percent = parse_conf_number(value->substr(0, value->size() - 1));
+        }
+        if (*value == "off") {
+            conf.lease = 0;
+            return "";
+        }
+        if (!percent || *percent < 1 || *percent > 100) {
+            return "invalid lease value " + quoted(word) +
+                   in_directive(directive) +
+                   ", it must be \"off\" or a percentage from 1% to 100%";
+        }
+        conf.lease = static_cast<unsigned>(*percent);
+        return "";
+    }
+
     return invalid_parameter(word, directive);
 }
 
@@ -81,6 +99,30 @@ std::string zone_conf_done(ZoneConf& conf, std::string_view directive) {
 
     const Algorithm& a = *algorithm(conf.algorithm);
     std::string with = " with \"algorithm=" + std::string(a.name) + "\"";
+
+    if (conf.lease != 0) {
+        std::string lease = quoted("lease=" + std::to_string(conf.lease) + "%");
+        // a lease takes units ahead of the requests that use them: an
+        // algorithm that keeps each request's time or spacing cannot
+        std::string reason;
+        if (conf.algorithm == RRL_SLIDING_LOG) {
+            reason =
+                "a sliding_log keeps each request's own time: a lease cannot "
+                "take units ahead";
+        } else if (conf.algorithm == RRL_LEAKY_BUCKET) {
+            reason =
+                "a leaky bucket spaces each request: a lease cannot take "
+                "units ahead";
+        }
+        if (!reason.empty()) {
+            return lease + " cannot be used" + with + " (" + reason + ")" +
+                   in_directive(directive);
+        }
+        if (conf.overrides) {
+            return lease + " and \"overrides=on\" together are not supported" +
+                   in_directive(directive);
+        }
+    }
 
     conf.burst = effective_burst(a, conf.limit, conf.burst);
     conf.capacity = capacity(a, conf.limit, conf.burst);

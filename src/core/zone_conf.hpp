@@ -1,7 +1,9 @@
 // The grammar of "redis_ratelimit_zone KEY zone=NAME rate=Nr/PERIOD
-// [algorithm=NAME] [burst=N] [overrides=on|off]" (the words after KEY) and the
-// bounds of a zone: room for one request, state kept under 100 years,
-// sliding_log's capacity.
+// [algorithm=NAME] [burst=N] [overrides=on|off] [lease=P%|off]" (the words
+// after KEY) and the bounds of a zone: room for one request, state kept
+// under 100 years, sliding_log's capacity, a lease only where units can be
+// taken ahead (fixed_window, sliding_window, token_bucket) and not with
+// overrides.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct ZoneConf {
         RRL_BURST_UNSET;         // as the algorithm uses it, once done
     std::uint64_t capacity = 0;  // the largest cost, on idle
     bool overrides = false;      // the script reads a key's override
+    unsigned lease = 0;          // P of lease=P% (1..100); 0: off
 };
 
 // Reads one word; "" when it is good, else the message, naming directive.

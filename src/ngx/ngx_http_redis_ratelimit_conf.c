@@ -75,6 +75,7 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     zone->burst = (ngx_uint_t) zc->burst;
     zone->capacity = (ngx_uint_t) zc->capacity;
     zone->overrides = zc->overrides ? 1 : 0;
+    zone->lease = zc->lease;
 
     /* the zone being defined is the last one: find an earlier namesake */
     rmcf->zones.nelts--;

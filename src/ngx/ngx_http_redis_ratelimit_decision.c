@@ -59,6 +59,11 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_FAILED;
     }
 
+    if (ctx->replied) {
+        /* Redis's own reply, not one decided from leases */
+        ngx_http_redis_ratelimit_lease_learn(r, ctx);
+    }
+
     /* an invalid override: the zone's rate applied; its first one logged */
 
     for (i = 0; i < ctx->nlimits; i++) {

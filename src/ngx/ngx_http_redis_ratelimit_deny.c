@@ -199,16 +199,18 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
 
     ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_DENY_NAME);
 
-    shm_zone = ngx_shared_memory_add(cf, &name, rmcf->deny_size,
-                                     &ngx_http_redis_ratelimit_deny_tag);
+    /* a reload keeps the entries: those of changed zones do not apply */
+    shm_zone = ngx_http_redis_ratelimit_shm_add(cf, &name, rmcf->deny_size,
+                                   &ngx_http_redis_ratelimit_deny_tag,
+                                   sizeof(ngx_http_redis_ratelimit_deny_ctx_t),
+                                   sizeof(rrl_deny_entry_t),
+                                   offsetof(rrl_deny_entry_t, until_us),
+                                   "deny cache");
     if (shm_zone == NULL) {
         return NGX_ERROR;
     }
 
-    dctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_redis_ratelimit_deny_ctx_t));
-    if (dctx == NULL) {
-        return NGX_ERROR;
-    }
+    dctx = shm_zone->data;
 
     /* which Redis: a reload to another must not apply the old one's */
     dctx->redis = rrl_deny_redis(0, &rmcf->mode, sizeof(rmcf->mode));
@@ -222,14 +224,6 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
         dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name.data,
                                      addr[i].name.len);
     }
-
-    /* a reload keeps the entries: those of changed zones do not apply */
-    dctx->shm.size = sizeof(rrl_deny_entry_t);
-    dctx->shm.end = offsetof(rrl_deny_entry_t, until_us);
-    dctx->shm.what = "deny cache";
-
-    shm_zone->init = ngx_http_redis_ratelimit_shm_init_zone;
-    shm_zone->data = dctx;
 
     rmcf->deny_zone = shm_zone;
 

@@ -112,7 +112,13 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         /* read before the call: a rejection learned from it ends by Redis's */
         ctx->sent = ngx_http_redis_ratelimit_clock();
 
-        if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
+        rc = ngx_http_redis_ratelimit_lease_check(r, ctx);
+
+        if (rc != NGX_DECLINED) {
+            /* decided from leases, as by a reply of Redis's (or failed) */
+            outcome = (rc == NGX_OK) ? RRL_OUTCOME_REPLY : RRL_OUTCOME_FAILED;
+
+        } else if (ngx_http_redis_ratelimit_deny_check(r, ctx) == NGX_OK) {
             outcome = RRL_OUTCOME_CACHED;
 
         } else {
@@ -241,7 +247,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     n = rlcf->limits.nelts;
 
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
-    call = ngx_palloc(r->pool, n * sizeof(rrl_call_limit_t));
+    call = ngx_pcalloc(r->pool, n * sizeof(rrl_call_limit_t));
 
     if (active == NULL || call == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -284,6 +290,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         c->key = key.data;
         c->key_len = key.len;
         c->delay = limits[i].delay;
+        c->lease = (unsigned) zone->lease;
 
         active[nkeys++] = &limits[i];
     }
@@ -302,6 +309,9 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     buf = ngx_pnalloc(r->pool, size);
     ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
     ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
+
+    ctx->args = buf;
+    ctx->args_size = size;
 
     ctx->result.capacity = rrl_reply_values(call, nkeys);
     ctx->result.values = ngx_palloc(r->pool,

@@ -166,6 +166,13 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 }
 
 
+rrl_engine_t *
+ngx_http_redis_ratelimit_engine(void)
+{
+    return ngx_http_redis_ratelimit_link.engine;
+}
+
+
 static void
 ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m)
 {

@@ -20,6 +20,7 @@
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_metrics_count.h"
+#include "rrl_lease.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)
@@ -30,6 +31,7 @@
 typedef struct {
     ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
     ngx_atomic_t                 overrides[RRL_METRICS_OVERRIDE_KINDS];
+    ngx_atomic_t                 lease[RRL_LEASE_EVENTS + 2];
     ngx_uint_t                   generation;  /* of the last config */
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
@@ -124,6 +126,15 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
             mz[m.nzones].override_kinds[j] = entry->overrides[j];
         }
 
+        mz[m.nzones].lease = zones[i].lease != 0;
+
+        for (j = 0; j < RRL_LEASE_EVENTS + 2; j++) {
+            *(j < RRL_LEASE_EVENTS ? &mz[m.nzones].lease_events[j]
+                                   : &mz[m.nzones].lease_from[j
+                                                    - RRL_LEASE_EVENTS])
+                = entry->lease[j];
+        }
+
         m.nzones++;
     }
 
@@ -214,6 +225,20 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
         if (entry && counter >= 0) {
             (void) ngx_atomic_fetch_add(&entry->overrides[counter], 1);
         }
+    }
+}
+
+
+void
+ngx_http_redis_ratelimit_metrics_lease(ngx_http_redis_ratelimit_zone_t *zone,
+    ngx_uint_t counter)
+{
+    ngx_http_redis_ratelimit_metrics_zone_t  *entry;
+
+    entry = zone->metrics;
+
+    if (entry) {
+        (void) ngx_atomic_fetch_add(&entry->lease[counter], 1);
     }
 }
 

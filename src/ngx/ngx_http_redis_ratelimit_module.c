@@ -211,7 +211,9 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK) {
+    if (ngx_http_redis_ratelimit_deny_init_conf(cf, rmcf) != NGX_OK
+        || ngx_http_redis_ratelimit_lease_init_conf(cf, rmcf) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 

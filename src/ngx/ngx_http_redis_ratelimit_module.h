@@ -34,6 +34,7 @@
 /* the module's own shared memory zones: the core checks "local_zone=" */
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      RRL_CONF_METRICS_ZONE
 #define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         RRL_CONF_DENY_ZONE
+#define NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME        "redis_ratelimit_lease"
 
 
 typedef struct {
@@ -49,6 +50,7 @@ typedef struct {
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
     unsigned                     overrides:1;
+    ngx_uint_t                   lease;       /* P of lease=P%, 0: none */
 
     void                        *metrics;     /* its counters, or NULL */
 
@@ -101,6 +103,7 @@ typedef struct {
     ngx_shm_zone_t              *deny_zone;   /* NULL: off */
 
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
+    ngx_shm_zone_t              *lease_zone;  /* NULL: no zone has lease= */
 
     ngx_str_t                    script_sha1;
 
@@ -149,6 +152,8 @@ typedef struct {
     int                          argc;
     const char                 **argv;
     size_t                      *argvlen;
+    char                        *args;        /* where argv points */
+    size_t                       args_size;
 
     rrl_engine_result_t          result;      /* Redis's, deny's or local */
     rrl_limit_result_t          *limit_results;
@@ -242,6 +247,23 @@ void ngx_http_redis_ratelimit_link_exit(void);
  */
 rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, rrl_engine_done_pt done);
+/* the worker's engine, for a lease's renewal (rrl_lease_renew()) */
+rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
+
+/* lease: "lease=P%", units taken ahead in a shared memory table */
+
+ngx_int_t ngx_http_redis_ratelimit_lease_init_conf(ngx_conf_t *cf,
+    ngx_http_redis_ratelimit_main_conf_t *rmcf);
+/*
+ * NGX_OK: decided from the leases of every limit, ctx->result holds the
+ * reply Redis would send. NGX_DECLINED: ask Redis (the call's arguments
+ * carry what the lease limits want). NGX_ERROR.
+ */
+ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* Redis's reply to the request, decoded: its grants into the table */
+void ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
+    ngx_http_redis_ratelimit_ctx_t *ctx);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
@@ -282,6 +304,9 @@ void ngx_http_redis_ratelimit_metrics_exit_process(void);
 /* a request decided: ctx->status, once in each zone of its limits */
 void ngx_http_redis_ratelimit_metrics_request(
     ngx_http_redis_ratelimit_ctx_t *ctx);
+/* a lease's event (RRL_LEASE_*), or RRL_LEASE_EVENTS + RRL_LEASE_FROM_* */
+void ngx_http_redis_ratelimit_metrics_lease(
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t counter);
 /* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
 void ngx_http_redis_ratelimit_metrics_error(int kind);
 /* a script call's reply (a redisReply, NULL: lost), sent at "sent" */

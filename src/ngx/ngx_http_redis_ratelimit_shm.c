@@ -26,6 +26,31 @@ static void ngx_http_redis_ratelimit_shm_rbtree_insert_value(
     ngx_rbtree_node_t *sentinel);
 
 
+ngx_shm_zone_t *
+ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf, ngx_str_t *name, size_t size,
+    void *tag, size_t ctx_size, size_t entry_size, size_t end, char *what)
+{
+    ngx_shm_zone_t                  *shm_zone;
+    ngx_http_redis_ratelimit_shm_t  *shm;
+
+    shm_zone = ngx_shared_memory_add(cf, name, size, tag);
+    shm = ngx_pcalloc(cf->pool, ctx_size);
+
+    if (shm_zone == NULL || shm == NULL) {
+        return NULL;
+    }
+
+    shm->size = entry_size;
+    shm->end = end;
+    shm->what = what;
+
+    shm_zone->init = ngx_http_redis_ratelimit_shm_init_zone;
+    shm_zone->data = shm;
+
+    return shm_zone;
+}
+
+
 ngx_http_redis_ratelimit_shm_node_t *
 ngx_http_redis_ratelimit_shm_lookup(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_str_t *key)

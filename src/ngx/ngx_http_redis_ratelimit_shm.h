@@ -1,7 +1,7 @@
 
 /*
  * The module's shared memory tables (the deny cache, the local zones, the
- * metrics of zones), as limit_req's zones: entries of one size by key, in
+ * leases, the metrics of zones), as limit_req's zones: entries of one size by key, in
  * an rbtree of the keys' CRC32 and an LRU queue; when memory runs out,
  * ended entries and then the oldest not busy are dropped. Every call but
  * init_zone and create is made under the lock.
@@ -59,6 +59,14 @@ typedef struct {
     ngx_queue_insert_head(&(shm)->sh->queue, &(sn)->queue)
 
 
+/*
+ * A table in a shared memory zone of its own: its data, ctx_size bytes
+ * zeroed, starts with the shm_t, set for entries of entry_size bytes whose
+ * int64_t end is at end; NULL: an error.
+ */
+ngx_shm_zone_t *ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf,
+    ngx_str_t *name, size_t size, void *tag, size_t ctx_size,
+    size_t entry_size, size_t end, char *what);
 /* a zone's init; a reload of the same size keeps the entries */
 ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);

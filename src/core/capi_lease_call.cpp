@@ -1,0 +1,157 @@
+// The C API of the lease rules on call limits, and renewals
+// (rrl_lease_call.h): no exception crosses into nginx.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi.hpp"
+#include "rrl_lease_call.h"
+
+using rrl::capi::guarded;
+
+namespace {
+
+rrl_lease_limit_t lease_limit(const rrl_call_limit_t& c, std::uint64_t cost) {
+    return {c.algorithm, c.limit, c.period_ms, c.burst, c.lease, cost};
+}
+
+// A renewal in flight: its limit (the key copied), arguments and reply.
+struct Renewal {
+    rrl_call_limit_t limit;
+    std::string key;
+    std::string args;
+    std::vector<const char*> argv;
+    std::vector<std::size_t> argvlen;
+    std::int64_t values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT +
+                        RRL_REPLY_LEASE];
+    rrl_engine_result_t result;
+    const void* zone;
+    std::int64_t sent;
+    rrl_lease_learned_pt learned;
+    void* arg;
+};
+
+void renewed(void*, void* data) {
+    std::unique_ptr<Renewal> rn(static_cast<Renewal*>(data));
+    rrl_limit_result_t result{};
+    rrl_decision_t decision{};
+    bool ok = rn->result.rc == RRL_OK &&
+              rrl_call_reply_decode(rn->values, rn->result.nvalues,
+                                    &rn->limit, 1, &result,
+                                    &decision) == RRL_OK;
+
+    rn->learned(rn->arg, rn->argv[RRL_CALL_KEY(0)],
+                rn->argvlen[RRL_CALL_KEY(0)], &rn->limit,
+                ok ? &result : nullptr, rn->values[1], rn->sent);
+}
+
+}  // namespace
+
+extern "C" {
+
+int rrl_lease_call_check(rrl_call_limit_t* limits,
+                         rrl_lease_entry_t* const* entries, size_t n,
+                         int64_t now_us, int64_t wall_us,
+                         int64_t renew_timeout_us, int64_t* values,
+                         uint64_t* renew) noexcept {
+    return guarded("a lease check", RRL_LEASE_NONE, [&] {
+        std::vector<rrl_lease_limit_t> l;
+        std::size_t leased = 0;
+
+        for (std::size_t i = 0; i < n; i++) {
+            l.push_back(lease_limit(limits[i], limits[i].cost));
+            if (limits[i].lease != 0) leased++;
+            renew[i] = 0;
+        }
+        if (leased == 0) return RRL_LEASE_NONE;
+
+        std::vector<int> flags(n, 0);
+
+        if (leased == n && rrl_lease_decide(l.data(), entries, n, now_us,
+                                            wall_us, renew_timeout_us,
+                                            values, flags.data())) {
+            for (std::size_t i = 0; i < n; i++) {
+                if (!flags[i]) continue;
+                // a renewal asks at no cost; what it wants is all lease
+                rrl_lease_limit_t r = lease_limit(limits[i], 0);
+                std::uint64_t back = 0;
+                std::int64_t back_at = 0;
+                rrl_lease_want(&r, entries[i], now_us, wall_us, &renew[i],
+                               &back, &back_at);
+            }
+            return RRL_LEASE_DECIDED;
+        }
+
+        for (std::size_t i = 0; i < n; i++) {
+            if (limits[i].lease == 0) continue;
+            rrl_lease_want(&l[i], entries[i], now_us, wall_us,
+                           &limits[i].lease_want, &limits[i].lease_back,
+                           &limits[i].lease_back_at);
+        }
+        return RRL_LEASE_ASK;
+    });
+}
+
+int rrl_lease_call_learn(const rrl_call_limit_t* limit,
+                         const rrl_limit_result_t* result,
+                         rrl_lease_entry_t* entry, int64_t redis_now_us,
+                         int64_t sent_us, int64_t now_us) noexcept {
+    if (result == nullptr || !result->passed) {
+        rrl_lease_renewal_failed(entry);
+        return result == nullptr ? -1 : RRL_LEASE_REFUSED;
+    }
+
+    rrl_lease_limit_t l = lease_limit(*limit, limit->cost);
+    return rrl_lease_learn(&l, entry, result, limit->lease_granted,
+                           limit->lease_ttl_us, redis_now_us, sent_us, now_us);
+}
+
+int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,
+                    const rrl_call_limit_t* limit, uint64_t want,
+                    const void* zone, int64_t sent_us,
+                    rrl_lease_learned_pt learned, void* arg) noexcept {
+    Renewal* made = guarded("a lease renewal", (Renewal*)nullptr, [&] {
+        auto rn = std::make_unique<Renewal>();
+        rn->limit = *limit;
+        rn->key.assign(reinterpret_cast<const char*>(limit->key),
+                       limit->key_len);
+        rn->limit.key = reinterpret_cast<const unsigned char*>(rn->key.data());
+        rn->limit.cost = 0;
+        rn->limit.lease_want = want;
+        rn->limit.lease_back = 0;
+        rn->limit.lease_back_at = 0;
+        rn->zone = zone;
+        rn->sent = sent_us;
+        rn->learned = learned;
+        rn->arg = arg;
+
+        std::size_t size = rrl_call_args_size(&rn->limit, 1);
+        rn->args.resize(size);
+        rn->argv.resize(RRL_CALL_ARGC(1));
+        rn->argvlen.resize(RRL_CALL_ARGC(1));
+        if (size == 0 ||
+            rrl_call_args(rn->args.data(), size, sha, sha_len, &rn->limit, 1,
+                          rn->argv.data(), rn->argvlen.data()) != RRL_OK) {
+            return (Renewal*)nullptr;
+        }
+
+        rn->result = {};
+        rn->result.values = rn->values;
+        rn->result.capacity = sizeof(rn->values) / sizeof(rn->values[0]);
+
+        if (rrl_engine_call(engine, RRL_CALL_ARGC(1), rn->argv.data(),
+                            rn->argvlen.data(), &rn->zone, 1, &rn->result,
+                            renewed, rn.get(), rn.get()) == nullptr) {
+            // not made: at once, so that none is in flight any more
+            learned(arg, rn->argv[RRL_CALL_KEY(0)],
+                    rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, nullptr, 0,
+                    sent_us);
+            return (Renewal*)nullptr;
+        }
+        return rn.release();
+    });
+
+    return made != nullptr ? RRL_OK : RRL_ERROR;
+}
+
+}  // extern "C"

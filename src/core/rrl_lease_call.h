@@ -1,0 +1,69 @@
+/*
+ * The lease rules (rrl_lease.h) on a request's call limits
+ * (rrl_call_args.h), and a lease's renewal: a call of its own on the
+ * worker's engine, in the background.
+ */
+
+#ifndef RRL_LEASE_CALL_H
+#define RRL_LEASE_CALL_H
+
+#include "rrl.h"
+#include "rrl_call_args.h"
+#include "rrl_engine.h"
+#include "rrl_lease.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RRL_LEASE_NONE     0  /* no limit of the request has lease= */
+#define RRL_LEASE_DECIDED  1  /* from leases: values hold Redis's reply */
+#define RRL_LEASE_ASK      2  /* ask Redis: build the arguments again */
+
+/*
+ * A request of n limits at now_us; entries[i]: limit i's entry in the lease
+ * table, or NULL (none, or not a lease zone's). DECIDED when every limit
+ * is a lease zone's with units left: taken, values is the script's reply
+ * (rrl_reply_values() integers), renew[i] the units a renewal of limit i
+ * wants now (0: none; the entry then has one in flight). ASK: each lease
+ * limit's lease_want, lease_back and lease_back_at are set.
+ */
+int rrl_lease_call_check(rrl_call_limit_t *limits,
+    rrl_lease_entry_t *const *entries, size_t n, int64_t now_us,
+    int64_t wall_us, int64_t renew_timeout_us, int64_t *values,
+    uint64_t *renew) RRL_NOEXCEPT;
+
+/*
+ * Redis's answer for a lease limit into its key's entry: result NULL (the
+ * call failed) or not passed end a renewal in flight; a pass's grant
+ * (limit->lease_granted) is added. Returns the metrics' RRL_LEASE_* event
+ * (REFUSED when not passed), -1: none.
+ */
+int rrl_lease_call_learn(const rrl_call_limit_t *limit,
+    const rrl_limit_result_t *result, rrl_lease_entry_t *entry,
+    int64_t redis_now_us, int64_t sent_us, int64_t now_us) RRL_NOEXCEPT;
+
+/*
+ * What a renewal brings: key is the Redis key; result NULL when the call
+ * failed (or was not made); limit's lease_granted and lease_ttl_us decoded.
+ */
+typedef void (*rrl_lease_learned_pt)(void *arg, const char *key,
+    size_t key_len, const rrl_call_limit_t *limit,
+    const rrl_limit_result_t *result, int64_t redis_now_us, int64_t sent_us);
+
+/*
+ * Renews limit's lease (limit and key copied): want units at no cost, one
+ * call of the script (sha) on engine (zone: the limit's, for the plans).
+ * learned(arg, ...) runs once: later, from the event loop (RRL_OK), or at
+ * once when the call is not made (RRL_ERROR; none when out of memory: the
+ * entry's renewal then ends at its deadline).
+ */
+int rrl_lease_renew(rrl_engine_t *engine, const char *sha, size_t sha_len,
+    const rrl_call_limit_t *limit, uint64_t want, const void *zone,
+    int64_t sent_us, rrl_lease_learned_pt learned, void *arg) RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_LEASE_CALL_H */
