@@ -60,7 +60,7 @@
 #   e  one key shared by all 64 connections, below its limit (fixed_window,
 #      1000000r/s: nothing rejected): bare, the module exact and with
 #      lease=10%: req/s of each against bare
-# Defaults take about 7 minutes (32 targets x (3 x 4 s + 1 s), plus setup).
+# Defaults take about 8 minutes (36 targets x (3 x 4 s + 1 s), plus setup).
 #
 # Fairness: access_log off everywhere; rejections are logged at info by
 # limit_req and by the module, below the error_log level (notice), so no
@@ -188,10 +188,11 @@ start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
 
 # ---------------------------------------------------------------- nginx
 
-# locations shared by every instance: /a-fw/ /a-sw/ /o-fw/ /o-sw/ /b/ /c/ /e/
+# locations shared by every instance: /a-fw/ /a-sw/ /a-fwm/ /a-swm/ /o-fw/
+# /o-sw/ /b/ /c/ /e/ (a-*m: lease= only, 60000r/m)
 locations() { # KIND
     local kind=$1 loc body
-    for loc in a-fw a-sw o-fw o-sw b c e; do
+    for loc in a-fw a-sw a-fwm a-swm o-fw o-sw b c e; do
         case $kind:$loc in
             bare:*) body= ;;
             limit_req:a-*) body="limit_req zone=lr_key burst=1000 nodelay;" ;;
@@ -214,6 +215,8 @@ locations() { # KIND
             module:e) body="redis_ratelimit zone=e_fw;" ;;
             lease:a-fw) body="redis_ratelimit zone=a_fw_lease;" ;;
             lease:a-sw) body="redis_ratelimit zone=a_sw_lease;" ;;
+            lease:a-fwm) body="redis_ratelimit zone=a_fwm_lease;" ;;
+            lease:a-swm) body="redis_ratelimit zone=a_swm_lease;" ;;
             lease:e) body="redis_ratelimit zone=e_fw_lease;" ;;
             tls:a-fw) body="redis_ratelimit zone=a_fw;" ;;
             *) body= ;;
@@ -283,6 +286,8 @@ CONF
     redis_ratelimit_server $2:$3;
     redis_ratelimit_zone \$arg_k zone=a_fw_lease rate=1000r/s algorithm=fixed_window lease=10%;
     redis_ratelimit_zone \$arg_k zone=a_sw_lease rate=1000r/s algorithm=sliding_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=a_fwm_lease rate=60000r/m algorithm=fixed_window lease=10%;
+    redis_ratelimit_zone \$arg_k zone=a_swm_lease rate=60000r/m algorithm=sliding_window lease=10%;
     redis_ratelimit_zone \$arg_k zone=e_fw_lease rate=1000000r/s algorithm=fixed_window lease=10%;
     redis_ratelimit_log_level info;
 CONF
@@ -432,19 +437,27 @@ for s in $scenarios; do
         target a.module_fw module /a-fw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
         target a.peer_sw peer /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "OpenResty peer"
         target a.module_sw module /a-sw/index.html $nkeys "127.0.0.1:$redis_port" "this module"
+        # a lease ends with its window: at 1000r/s a key's next request
+        # mostly comes in another 1 s window; 60000r/m is the same rate
+        # with windows of a minute
         for a in fw sw; do
             target a.lease_$a lease /a-$a/index.html $nkeys "127.0.0.1:$redis_port" \
                 "this module, lease=10%" a_${a}_lease
+            target a.lease_${a}m lease /a-${a}m/index.html $nkeys "127.0.0.1:$redis_port" \
+                "lease=10%, 60000r/m" a_${a}m_lease
         done
-        run a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw a.peer_sw a.module_sw a.lease_sw
+        run a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw a.lease_fwm \
+            a.peer_sw a.module_sw a.lease_sw a.lease_swm
         table "(a) all requests pass, fixed_window, 1000r/s per key" \
-            a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw
+            a.bare a.limit_req a.peer_fw a.module_fw a.lease_fw a.lease_fwm
         ratios a.bare a.limit_req a.peer_fw a.module_fw
         lease_ratios a.bare a.module_fw a.lease_fw
+        lease_ratios a.bare a.module_fw a.lease_fwm
         table "(a) all requests pass, sliding_window, 1000r/s per key (bare and limit_req: the same runs as above)" \
-            a.bare a.limit_req a.peer_sw a.module_sw a.lease_sw
+            a.bare a.limit_req a.peer_sw a.module_sw a.lease_sw a.lease_swm
         ratios a.bare a.limit_req a.peer_sw a.module_sw
         lease_ratios a.bare a.module_sw a.lease_sw
+        lease_ratios a.bare a.module_sw a.lease_swm
         ;;
     o)
         target o.bare bare /a-fw/index.html $nkeys - "bare nginx"
@@ -505,12 +518,19 @@ for s in $scenarios; do
             "lease=10%, Redis local" a_sw_lease
         target d.lease_far lease_far /a-sw/index.html $nkeys "$far_ip:$far_port" \
             "lease=10%, Redis 1 ms" a_sw_lease
-        run d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
+        target d.lease_local_m lease /a-swm/index.html $nkeys "127.0.0.1:$redis_port" \
+            "lease=10% 60000r/m, local" a_swm_lease
+        target d.lease_far_m lease_far /a-swm/index.html $nkeys "$far_ip:$far_port" \
+            "lease=10% 60000r/m, 1 ms" a_swm_lease
+        run d.bare d.module_local d.lease_local d.lease_local_m d.peer_far d.module_far \
+            d.lease_far d.lease_far_m
         table "(d) Redis 1 ms away, all requests pass, sliding_window, 1000r/s per key" \
-            d.bare d.module_local d.lease_local d.peer_far d.module_far d.lease_far
+            d.bare d.module_local d.lease_local d.lease_local_m d.peer_far d.module_far \
+            d.lease_far d.lease_far_m
         echo "  ratios (req/s): module 1 ms/module local $(ratio d.module_far d.module_local)  module 1 ms/bare $(ratio d.module_far d.bare)  module 1 ms/peer 1 ms $(ratio d.module_far d.peer_far)  peer 1 ms/bare $(ratio d.peer_far d.bare)"
         if has d.lease_far && has d.lease_local; then
             echo "  lease= 1 ms: p50 $(p50_of d.lease_far) ms, bare's $(p50_of d.bare) ms: p50 lease= 1 ms/bare $(p50_ratio d.lease_far d.bare)  req/s lease= 1 ms/lease= local $(ratio d.lease_far d.lease_local) (the local one: (a)'s sliding_window lease= target, run here)"
+            echo "  lease= 60000r/m 1 ms: p50 $(p50_of d.lease_far_m) ms: p50 /bare $(p50_ratio d.lease_far_m d.bare)  req/s 1 ms/local $(ratio d.lease_far_m d.lease_local_m)"
         else
             echo "  module lease=: skipped (${skipped[lease_far]:-${skipped[lease]:-}})"
         fi
