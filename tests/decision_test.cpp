@@ -313,17 +313,21 @@ TEST(DecisionCapi, Delayed) {
 
 TEST(DecisionCapi, Message) {
     const unsigned char key[] = "k";
+    rrl_call_limit_t l{};
+    l.zone = "Z";
+    l.zone_len = 1;
+    l.key = key;
+    l.key_len = 1;
     char buf[128];
-    size_t n = rrl_rejection_message(buf, sizeof(buf), 0, RRL_OUTCOME_REPLY,
-                                     "Z", 1, key, 1, "1r/s", 4, 3);
+    size_t n = rrl_rejection_message(buf, sizeof(buf), 0, RRL_OUTCOME_REPLY, &l,
+                                     "1r/s", 4, 3);
     EXPECT_EQ(std::string(buf, n),
               "limiting requests by zone \"Z\", key \"k\", rate 1r/s, "
               "retry after 3s");
-    EXPECT_EQ(rrl_rejection_message(buf, 4, 0, RRL_OUTCOME_REPLY, "Z", 1, key,
-                                    1, "1r/s", 4, 3),
-              n);
-    EXPECT_EQ(rrl_rejection_message(buf, sizeof(buf), 0, 9, "Z", 1, key, 1,
-                                    "1r/s", 4, 3),
+    EXPECT_EQ(
+        rrl_rejection_message(buf, 4, 0, RRL_OUTCOME_REPLY, &l, "1r/s", 4, 3),
+        n);
+    EXPECT_EQ(rrl_rejection_message(buf, sizeof(buf), 0, 9, &l, "1r/s", 4, 3),
               0u);
 }
 

@@ -195,6 +195,23 @@ rrl_local_limit_t limit_of(const rrl_local_entry_t* entry) {
 
 constexpr std::size_t kTwo = RRL_REPLY_HEADER + 2 * RRL_REPLY_PER_LIMIT;
 
+// The zone's rate of a request's limit, with the request's cost.
+TEST(LocalZoneLimit, FromTheZonesPartOfTheLimit) {
+    rrl_call_limit_t zone{};
+    zone.algorithm = RRL_SLIDING_WINDOW;
+    zone.limit = 10;
+    zone.period_ms = 60000;
+    zone.burst = 3;
+    zone.cost = 7;  // not the zone's: the request's is given
+    rrl_local_limit_t l = rrl_local_limit(&zone, 2);
+    EXPECT_EQ(l.algorithm, RRL_SLIDING_WINDOW);
+    EXPECT_EQ(l.limit, 10u);
+    EXPECT_EQ(l.period_ms, 60000u);
+    EXPECT_EQ(l.burst, 3u);
+    EXPECT_EQ(l.cost, 2u);
+    EXPECT_EQ(l.entry, nullptr);
+}
+
 TEST(LocalZoneDecide, PassesWhenEveryLimitPasses) {
     rrl_local_limit_t limits[2] = {limit_of(nullptr), limit_of(nullptr)};
     rrl_local_entry_t next[2];

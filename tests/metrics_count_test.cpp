@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "rrl_lease.h"
 #include "rrl_metrics_count.h"
 
 namespace {
@@ -70,6 +71,27 @@ TEST(MetricsCount, GaugesOfNodes) {
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_CLOSED], 1u);
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_HALF_OPEN], 1u);
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_OPEN], 2u);
+}
+
+// One array of a zone's counters, as the shim keeps them, into its parts.
+TEST(MetricsCount, AZonesCountersInOneArray) {
+    uint64_t counters[RRL_METRICS_ZONE_COUNTERS];
+    for (size_t i = 0; i < RRL_METRICS_ZONE_COUNTERS; i++) counters[i] = i + 1;
+    rrl_metrics_zone_t z;
+    std::memset(&z, 0, sizeof(z));
+    z.overrides = 1;
+    rrl_metrics_zone_counts(&z, counters);
+    uint64_t n = 1;
+    for (uint64_t v : z.requests) EXPECT_EQ(v, n++);
+    EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_OVERRIDES} + 1);
+    for (uint64_t v : z.override_kinds) EXPECT_EQ(v, n++);
+    EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_LEASES} + 1);
+    for (uint64_t v : z.lease_events) EXPECT_EQ(v, n++);
+    EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_LEASES} + RRL_LEASE_EVENTS + 1);
+    for (uint64_t v : z.lease_from) EXPECT_EQ(v, n++);
+    EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_COUNTERS} + 1);
+    EXPECT_EQ(z.overrides, 1);  // not a counter
+    EXPECT_EQ(z.name, nullptr);
 }
 
 TEST(MetricsCount, GaugesSavedAndAddedUp) {

@@ -294,13 +294,35 @@ TEST(OverridesKey, TheStatesHashTagAndLimit) {
 TEST(OverridesLog, TheInvalidOverridesLine) {
     rrl_call_limit_t l =
         limit("api", RRL_FIXED_WINDOW, 5, 1000, 0, true, "a\"b\x01");
+    l.override = RRL_OVERRIDE_INVALID;
     char buf[512];
-    size_t n = rrl_override_message(buf, sizeof(buf), &l);
+    size_t n = rrl_override_message(buf, sizeof(buf), &l, 1);
     EXPECT_EQ(std::string(buf, n),
               "redis_ratelimit: invalid override of zone \"api\", key "
               "\"a\\x22b\\x01\" in \"rrl:{api:a\\x22b\\x01}:limit\", the "
               "zone's rate applies");
-    EXPECT_EQ(rrl_override_message(nullptr, 0, &l), n);
+    EXPECT_EQ(rrl_override_message(nullptr, 0, &l, 1), n);
+    // as put() writes: nothing when it does not fit
+    char small[8] = "unset";
+    EXPECT_EQ(rrl_override_message(small, sizeof(small), &l, 1), n);
+    EXPECT_STREQ(small, "unset");
+}
+
+// Of a request's limits, the first invalid override is the one logged.
+TEST(OverridesLog, TheFirstInvalidOverride) {
+    std::vector<rrl_call_limit_t> l = {
+        limit("a", RRL_FIXED_WINDOW, 5, 1000, 0, true, "k1"),
+        limit("b", RRL_FIXED_WINDOW, 5, 1000, 0, true, "k2"),
+        limit("c", RRL_FIXED_WINDOW, 5, 1000, 0, true, "k3")};
+    l[0].override = RRL_OVERRIDE_RATE;
+    char buf[512];
+    EXPECT_EQ(rrl_override_message(buf, sizeof(buf), l.data(), l.size()), 0u);
+    l[1].override = RRL_OVERRIDE_INVALID;
+    l[2].override = RRL_OVERRIDE_INVALID;
+    size_t n = rrl_override_message(buf, sizeof(buf), l.data(), l.size());
+    EXPECT_NE(std::string(buf, n).find("zone \"b\", key \"k2\""),
+              std::string::npos);
+    EXPECT_EQ(rrl_override_message(buf, sizeof(buf), l.data(), 0), 0u);
 }
 
 // A rejection logs the zone's rate as written, or the override applied.
@@ -309,20 +331,29 @@ TEST(OverridesLog, TheRateOfARejection) {
         rrl_call_limit_t l =
             limit("api", RRL_FIXED_WINDOW, n, period_ms, 0, true);
         l.override = override;
-        char buf[64];
-        size_t len = rrl_logged_rate(buf, sizeof(buf), &l, "5r/m", 4);
-        EXPECT_EQ(rrl_logged_rate(nullptr, 0, &l, "5r/m", 4), len);
+        char buf[128];
+        size_t len = rrl_rejection_message(buf, sizeof(buf), 0,
+                                           RRL_OUTCOME_REPLY, &l, "5r/m", 4, 3);
+        EXPECT_EQ(rrl_rejection_message(nullptr, 0, 0, RRL_OUTCOME_REPLY, &l,
+                                        "5r/m", 4, 3),
+                  len);
         return std::string(buf, len);
     };
-    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_NONE), "5r/m");
-    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_INVALID), "5r/m");
-    EXPECT_EQ(logged(0, 60000, RRL_OVERRIDE_BLOCK), "block (override)");
-    EXPECT_EQ(logged(2, 10000, RRL_OVERRIDE_RATE), "2r/10s (override)");
-    EXPECT_EQ(logged(2, 1000, RRL_OVERRIDE_RATE), "2r/s (override)");
-    EXPECT_EQ(logged(7, 3600000, RRL_OVERRIDE_RATE), "7r/h (override)");
-    EXPECT_EQ(logged(7, 90500, RRL_OVERRIDE_RATE), "7r/1m30s500ms (override)");
-    EXPECT_EQ(logged(7, 1, RRL_OVERRIDE_RATE), "7r/1ms (override)");
-    EXPECT_EQ(logged(7, 2 * 86400000, RRL_OVERRIDE_RATE), "7r/2d (override)");
+    auto line = [](const std::string& rate) {
+        return "limiting requests by zone \"api\", key \"k\", rate " + rate +
+               ", retry after 3s";
+    };
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_NONE), line("5r/m"));
+    EXPECT_EQ(logged(5, 60000, RRL_OVERRIDE_INVALID), line("5r/m"));
+    EXPECT_EQ(logged(0, 60000, RRL_OVERRIDE_BLOCK), line("block (override)"));
+    EXPECT_EQ(logged(2, 10000, RRL_OVERRIDE_RATE), line("2r/10s (override)"));
+    EXPECT_EQ(logged(2, 1000, RRL_OVERRIDE_RATE), line("2r/s (override)"));
+    EXPECT_EQ(logged(7, 3600000, RRL_OVERRIDE_RATE), line("7r/h (override)"));
+    EXPECT_EQ(logged(7, 90500, RRL_OVERRIDE_RATE),
+              line("7r/1m30s500ms (override)"));
+    EXPECT_EQ(logged(7, 1, RRL_OVERRIDE_RATE), line("7r/1ms (override)"));
+    EXPECT_EQ(logged(7, 2 * 86400000, RRL_OVERRIDE_RATE),
+              line("7r/2d (override)"));
 }
 
 // [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]

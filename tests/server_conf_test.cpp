@@ -204,6 +204,45 @@ TEST(ServerConfCApi, ParsesAndReportsAddresses) {
     EXPECT_EQ(s.username.len, 0u);
 }
 
+// What the engine is given of the directive, made once at configuration.
+TEST(ServerConfCApi, TheEnginesConf) {
+    CConf conf;
+    for (const char* w :
+         {"sentinel=m", "timeout=250ms", "connect_timeout=40ms", "cooldown=3s",
+          "max_failures=7", "max_parked=9", "username=u", "password=p",
+          "sentinel_password=sp", "db=4"}) {
+        if (std::string(w) == "sentinel=m") {
+            ASSERT_EQ(conf.word("127.0.0.1:26379"), RRL_CONF_HOST);
+        }
+        ASSERT_EQ(conf.word(w), RRL_OK) << w;
+    }
+    ASSERT_EQ(conf.done(), RRL_OK);
+    const rrl_server_conf_t& s = conf.c.u.server;
+    rrl_engine_conf_t e;
+    std::memset(&e, 0xff, sizeof(e));
+    rrl_server_engine_conf(&s, &e);
+    EXPECT_EQ(e.mode, RRL_SERVER_SENTINEL);
+    EXPECT_EQ(e.sentinel_name, s.sentinel_name.data);
+    EXPECT_EQ(std::string(e.sentinel_name, e.sentinel_name_len), "m");
+    EXPECT_EQ(std::string(e.username, e.username_len), "u");
+    EXPECT_EQ(std::string(e.password, e.password_len), "p");
+    EXPECT_EQ(std::string(e.sentinel_password, e.sentinel_password_len), "sp");
+    EXPECT_EQ(e.db, 4u);
+    EXPECT_EQ(e.timeout_ms, 250u);
+    EXPECT_EQ(e.connect_timeout_ms, 40u);
+    EXPECT_EQ(e.cooldown_ms, 3000u);
+    EXPECT_EQ(e.max_failures, 7u);
+    EXPECT_EQ(e.max_parked, 9u);
+    EXPECT_EQ(e.tls_server_name_len, 0u);
+    // the shim's: none given here
+    EXPECT_EQ(e.addrs, nullptr);
+    EXPECT_EQ(e.naddrs, 0u);
+    EXPECT_EQ(e.server, nullptr);
+    EXPECT_EQ(e.sha, nullptr);
+    EXPECT_EQ(e.tls, nullptr);
+    EXPECT_EQ(e.sentinel_tls, nullptr);
+}
+
 TEST(ServerConfCApi, DbDefaultsToZero) {
     CConf conf;
     EXPECT_EQ(conf.word("a"), RRL_CONF_HOST);
@@ -352,4 +391,8 @@ TEST(ServerConfCApi, Tls) {
     EXPECT_EQ(s.tls_verify, 1);
     EXPECT_EQ(s.sentinel_tls, 1);
     EXPECT_EQ(std::string(s.tls_server_name.data, s.tls_server_name.len), "n");
+    rrl_engine_conf_t e;
+    rrl_server_engine_conf(&s, &e);
+    EXPECT_EQ(std::string(e.tls_server_name, e.tls_server_name_len), "n");
+    EXPECT_EQ(e.tls, nullptr);  // the shim's, once made
 }

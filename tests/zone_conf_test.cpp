@@ -222,6 +222,43 @@ TEST(ZoneConfCApi, Parses) {
     EXPECT_EQ(z.capacity, 120u);
 }
 
+// The zone's part of a request's limit, copied per request by the shim.
+TEST(ZoneConfCApi, CallLimit) {
+    auto call_limit = [](std::vector<const char*> words) {
+        rrl_conf_t conf;
+        rrl_conf_init(&conf, RRL_CONF_ZONE, kDirective);
+        for (const char* w : words) EXPECT_EQ(c_word(&conf, w), RRL_OK) << w;
+        EXPECT_EQ(rrl_conf_done(&conf), RRL_OK) << conf.err;
+        rrl_call_limit_t l;
+        std::memset(&l, 0xff, sizeof(l));
+        rrl_zone_call_limit(&conf.u.zone, "user", 4, &l);
+        EXPECT_EQ(l.burst, conf.u.zone.burst);  // as the algorithm uses it
+        return l;
+    };
+    rrl_call_limit_t l = call_limit(
+        {"zone=user", "rate=100r/m", "algorithm=sliding_log", "overrides=on"});
+    EXPECT_EQ(std::string(l.zone, l.zone_len), "user");
+    EXPECT_EQ(l.algorithm, RRL_SLIDING_LOG);
+    EXPECT_EQ(l.limit, 100u);
+    EXPECT_EQ(l.period_ms, 60000u);
+    EXPECT_EQ(l.overrides, 1);
+    EXPECT_EQ(l.override, RRL_OVERRIDE_NONE);
+    EXPECT_EQ(l.lease, 0u);
+    EXPECT_EQ(l.delay, RRL_DELAY_NONE);
+    EXPECT_EQ(l.cost, 0u);
+    EXPECT_EQ(l.key, nullptr);
+    EXPECT_EQ(l.key_len, 0u);
+    EXPECT_EQ(l.lease_want, 0u);
+    EXPECT_EQ(l.lease_granted, 0u);
+
+    l = call_limit({"zone=user", "rate=5r/s", "lease=25%"});
+    EXPECT_EQ(l.algorithm, RRL_DEFAULT_ALGORITHM);
+    EXPECT_EQ(l.limit, 5u);
+    EXPECT_EQ(l.period_ms, 1000u);
+    EXPECT_EQ(l.overrides, 0);
+    EXPECT_EQ(l.lease, 25u);
+}
+
 TEST(ZoneConfCApi, Lease) {
     rrl_conf_t conf;
     const rrl_zone_conf_t& z = conf.u.zone;

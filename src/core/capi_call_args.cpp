@@ -217,34 +217,18 @@ void rrl_deny_shown(const rrl_deny_entry_t* entry,
     limit->burst = entry->shown_burst;
 }
 
-size_t rrl_logged_rate(char* buf, size_t size, const rrl_call_limit_t* limit,
-                       const char* zone_rate, size_t zone_rate_len) noexcept {
-    return guarded("rrl_logged_rate", size_t{0}, [&] {
-        std::vector<rrl::CallLimit> l;
-        if (!to_limits(limit, 1, l)) return size_t{0};
-        std::string m =
-            rrl::logged_rate(l[0], limit->override, {zone_rate, zone_rate_len});
-        if (buf != nullptr && size > 0) {
-            size_t k = std::min(m.size(), size - 1);
-            std::memcpy(buf, m.data(), k);
-            buf[k] = '\0';
-        }
-        return m.size();
-    });
-}
-
 size_t rrl_override_message(char* buf, size_t size,
-                            const rrl_call_limit_t* limit) noexcept {
+                            const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_override_message", size_t{0}, [&] {
+        const rrl_call_limit_t* invalid =
+            std::find_if(limits, limits + n, [](const rrl_call_limit_t& l) {
+                return l.override == RRL_OVERRIDE_INVALID;
+            });
         std::vector<rrl::CallLimit> l;
-        if (!to_limits(limit, 1, l)) return size_t{0};
-        std::string m = rrl::override_message(l[0]);
-        if (buf != nullptr && size > 0) {
-            size_t k = std::min(m.size(), size - 1);
-            std::memcpy(buf, m.data(), k);
-            buf[k] = '\0';
+        if (invalid == limits + n || !to_limits(invalid, 1, l)) {
+            return size_t{0};
         }
-        return m.size();
+        return rrl::capi::put(rrl::override_message(l[0]), buf, size);
     });
 }
 

@@ -283,6 +283,43 @@ int rrl_limit_delay_check(uint64_t delay, int algorithm, uint64_t burst,
     });
 }
 
+void rrl_server_engine_conf(const rrl_server_conf_t* sc,
+                            rrl_engine_conf_t* conf) noexcept {
+    *conf = rrl_engine_conf_t{};
+    conf->mode = sc->mode;
+    conf->sentinel_name = sc->sentinel_name.data;
+    conf->sentinel_name_len = sc->sentinel_name.len;
+    conf->username = sc->username.data;
+    conf->username_len = sc->username.len;
+    conf->password = sc->password.data;
+    conf->password_len = sc->password.len;
+    conf->sentinel_password = sc->sentinel_password.data;
+    conf->sentinel_password_len = sc->sentinel_password.len;
+    conf->db = static_cast<uint64_t>(sc->db);
+    conf->timeout_ms = sc->timeout_ms;
+    conf->connect_timeout_ms = sc->connect_timeout_ms;
+    conf->max_failures = sc->max_failures;
+    conf->cooldown_ms = sc->cooldown_ms;
+    conf->max_parked = sc->max_parked;
+    conf->tls_server_name = sc->tls_server_name.data;
+    conf->tls_server_name_len = sc->tls_server_name.len;
+}
+
+void rrl_zone_call_limit(const rrl_zone_conf_t* zone, const char* name,
+                         size_t name_len, rrl_call_limit_t* limit) noexcept {
+    *limit = rrl_call_limit_t{};
+    limit->zone = name;
+    limit->zone_len = name_len;
+    limit->algorithm = zone->algorithm;
+    limit->limit = zone->limit;
+    limit->period_ms = zone->period_ms;
+    limit->burst = zone->burst;
+    limit->delay = RRL_DELAY_NONE;
+    limit->overrides = zone->overrides != 0;
+    limit->override = RRL_OVERRIDE_NONE;
+    limit->lease = zone->lease;
+}
+
 int rrl_conf_done(rrl_conf_t* conf) noexcept {
     return guarded_step("rrl_conf_done", conf,
                         [](rrl_conf_t* c, std::string_view) { return done(c); },

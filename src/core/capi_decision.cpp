@@ -1,4 +1,5 @@
 // The C API of decision.hpp.
+#include "call_args.hpp"
 #include "capi.hpp"
 #include "decision.hpp"
 #include "rrl_decision.h"
@@ -61,18 +62,23 @@ const char* rrl_status_text(unsigned status, size_t* len) noexcept {
 }
 
 size_t rrl_rejection_message(char* buf, size_t size, int dry_run, int outcome,
-                             const char* zone, size_t zone_len,
-                             const unsigned char* key, size_t key_len,
-                             const char* rate, size_t rate_len,
+                             const rrl_call_limit_t* limit,
+                             const char* zone_rate, size_t zone_rate_len,
                              int64_t retry_after) noexcept {
     rrl::Outcome o;
     if (!outcome_of(outcome, &o)) return 0;
 
     return guarded("rrl_rejection_message", size_t{0}, [&] {
-        return rrl::capi::put(rrl::rejection_message(
-                                  dry_run != 0, o, {zone, zone_len},
-                                  {reinterpret_cast<const char*>(key), key_len},
-                                  {rate, rate_len}, retry_after),
-                              buf, size);
+        rrl::CallLimit l{};
+        l.limit = limit->limit;
+        l.period_ms = limit->period_ms;
+        std::string rate =
+            rrl::logged_rate(l, limit->override, {zone_rate, zone_rate_len});
+        return rrl::capi::put(
+            rrl::rejection_message(
+                dry_run != 0, o, {limit->zone, limit->zone_len},
+                {reinterpret_cast<const char*>(limit->key), limit->key_len},
+                rate, retry_after),
+            buf, size);
     });
 }

@@ -1,5 +1,7 @@
 // Metrics counting's extern "C" functions (rrl_metrics_count.h); none can
 // throw.
+#include <algorithm>
+
 #include "metrics_count.hpp"
 #include "rrl_metrics_count.h"
 
@@ -13,6 +15,17 @@ int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
 int rrl_metrics_override_counter(int override, int replied) noexcept {
     auto counter = rrl::metrics_override_counter(override, replied != 0);
     return counter ? static_cast<int>(*counter) : -1;
+}
+
+void rrl_metrics_zone_counts(rrl_metrics_zone_t* z,
+                             const uint64_t* counters) noexcept {
+    std::copy_n(counters, RRL_METRICS_STATUSES, z->requests);
+    std::copy_n(counters + RRL_METRICS_ZONE_OVERRIDES,
+                RRL_METRICS_OVERRIDE_KINDS, z->override_kinds);
+    std::copy_n(counters + RRL_METRICS_ZONE_LEASES, RRL_METRICS_LEASE_EVENTS,
+                z->lease_events);
+    std::copy_n(counters + RRL_METRICS_ZONE_LEASES + RRL_METRICS_LEASE_EVENTS,
+                RRL_METRICS_LEASE_FROM, z->lease_from);
 }
 
 int rrl_metrics_reply_error(int replied, int array, const char* error,

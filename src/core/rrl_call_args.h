@@ -133,19 +133,12 @@ void rrl_deny_shown(const rrl_deny_entry_t *entry, rrl_call_limit_t *limit)
     RRL_NOEXCEPT;
 
 /*
- * The rate a rejection of limit logs, as snprintf writes it: the zone's
- * as written (zone_rate), or an applied override's ("2r/10s (override)",
- * "block (override)"); its length, 0 on error.
- */
-size_t rrl_logged_rate(char *buf, size_t size, const rrl_call_limit_t *limit,
-    const char *zone_rate, size_t zone_rate_len) RRL_NOEXCEPT;
-
-/*
- * The log line of limit's invalid override, as snprintf writes it (the key
- * escaped), at most size bytes with the NUL; its length, 0 on error.
+ * The log line of the first invalid override (RRL_OVERRIDE_INVALID, once
+ * decoded) of n limits, as rrl::capi::put() writes it (the key escaped);
+ * its length, 0: none invalid, or an error.
  */
 size_t rrl_override_message(char *buf, size_t size,
-    const rrl_call_limit_t *limit) RRL_NOEXCEPT;
+    const rrl_call_limit_t *limits, size_t n) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 
 #include "rrl.h"
 #include "rrl_call_args.h"
+#include "rrl_engine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -147,6 +148,22 @@ int rrl_conf_word(rrl_conf_t *conf, const char *word, size_t len)
     RRL_NOEXCEPT;
 /* after the last word: RRL_OK or RRL_ERROR with err */
 int rrl_conf_done(rrl_conf_t *conf) RRL_NOEXCEPT;
+
+/*
+ * The engine's configuration of a server's: all but the addresses, the
+ * server as written, the script's sha and the TLS contexts (tls,
+ * sentinel_tls), left NULL; the strings point into sc's words.
+ */
+void rrl_server_engine_conf(const rrl_server_conf_t *sc,
+    rrl_engine_conf_t *conf) RRL_NOEXCEPT;
+
+/*
+ * The zone's part of its requests' limits, made once at configuration:
+ * name (the caller's lasting copy), the rate, the algorithm, overrides and
+ * lease; no override yet, nodelay, cost 0 and no key until a request's.
+ */
+void rrl_zone_call_limit(const rrl_zone_conf_t *zone, const char *name,
+    size_t name_len, rrl_call_limit_t *limit) RRL_NOEXCEPT;
 
 /*
  * delay=D of a limit against its zone, once both are known: RRL_OK, or

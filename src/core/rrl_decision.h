@@ -7,6 +7,7 @@
 #define RRL_DECISION_H
 
 #include "rrl.h"
+#include "rrl_call_args.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,11 +73,14 @@ int rrl_decide(const rrl_settings_t *settings, int outcome, int passed,
 /* $redis_ratelimit_status's text, NUL-terminated; "" for none */
 const char *rrl_status_text(unsigned status, size_t *len) RRL_NOEXCEPT;
 
-/* the log line of a rejection, as snprintf writes; 0 on failure */
+/*
+ * The log line of a rejection by limit, as rrl::capi::put() writes it: its
+ * rate the zone's as written (zone_rate), or an applied override's
+ * ("2r/10s (override)", "block (override)"); its length, 0 on failure.
+ */
 size_t rrl_rejection_message(char *buf, size_t size, int dry_run, int outcome,
-    const char *zone, size_t zone_len, const unsigned char *key,
-    size_t key_len, const char *rate, size_t rate_len, int64_t retry_after)
-    RRL_NOEXCEPT;
+    const rrl_call_limit_t *limit, const char *zone_rate,
+    size_t zone_rate_len, int64_t retry_after) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #define RRL_LOCAL_ZONE_H
 
 #include "rrl.h"
+#include "rrl_call_args.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,14 @@ typedef struct {
     uint64_t                  cost;
     const rrl_local_entry_t  *entry;   /* NULL: none */
 } rrl_local_limit_t;
+
+/*
+ * The local limit of a request's limit: its zone's rate and algorithm from
+ * zone_limit (the zone's part, rrl_zone_call_limit()'s: no override), the
+ * request's cost, no entry yet.
+ */
+rrl_local_limit_t rrl_local_limit(const rrl_call_limit_t *zone_limit,
+    uint64_t cost) RRL_NOEXCEPT;
 
 /*
  * Decides a request of n limits at now_us, each with the zone's share, on

@@ -30,6 +30,22 @@ int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
 int rrl_metrics_override_counter(int override, int replied) RRL_NOEXCEPT;
 
 /*
+ * A zone's counters in one array, as the shim keeps them: its requests (by
+ * rrl_metrics_request_counter()), then from these offsets its override kinds
+ * (rrl_metrics_override_counter()), its lease events and lease requests'
+ * froms (RRL_LEASE_*, or RRL_LEASE_EVENTS + RRL_LEASE_FROM_*).
+ */
+#define RRL_METRICS_ZONE_OVERRIDES  RRL_METRICS_STATUSES
+#define RRL_METRICS_ZONE_LEASES                                               \
+    (RRL_METRICS_ZONE_OVERRIDES + RRL_METRICS_OVERRIDE_KINDS)
+#define RRL_METRICS_ZONE_COUNTERS                                             \
+    (RRL_METRICS_ZONE_LEASES + RRL_METRICS_LEASE_EVENTS + RRL_METRICS_LEASE_FROM)
+
+/* such an array of counters into z's requests, override kinds and leases */
+void rrl_metrics_zone_counts(rrl_metrics_zone_t *z, const uint64_t *counters)
+    RRL_NOEXCEPT;
+
+/*
  * The RRL_METRICS_ERR_ kind a script call's reply counts as, -1: none (an
  * array: the script answered). replied: 0 when the connection was lost;
  * error: an error reply's text (NULL: not an error reply).

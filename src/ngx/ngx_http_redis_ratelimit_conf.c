@@ -19,7 +19,6 @@ static ngx_http_redis_ratelimit_zone_t *ngx_http_redis_ratelimit_find_zone(
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *name);
 static ngx_int_t ngx_http_redis_ratelimit_words(ngx_conf_t *cf,
     rrl_conf_t *c, ngx_uint_t first);
-static void ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs);
 static int64_t ngx_http_redis_ratelimit_parse_time(const char *text,
     size_t len);
 static int64_t ngx_http_redis_ratelimit_parse_size(const char *text,
@@ -69,12 +68,9 @@ ngx_http_redis_ratelimit_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_http_redis_ratelimit_str(&zone->name, &zc->name);
     ngx_http_redis_ratelimit_str(&zone->rate, &zc->rate);
-    zone->algorithm = zc->algorithm;
-    zone->limit = (ngx_uint_t) zc->limit;
-    zone->period = zc->period_ms;
-    zone->burst = (ngx_uint_t) zc->burst;
+    rrl_zone_call_limit(zc, (char *) zone->name.data, zone->name.len,
+                        &zone->call);
     zone->capacity = (ngx_uint_t) zc->capacity;
-    zone->overrides = zc->overrides ? 1 : 0;
     zone->lease = zc->lease;
     rmcf->leases |= (zc->lease != 0);
 
@@ -207,7 +203,7 @@ ngx_http_redis_ratelimit_fail_mode(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     ngx_http_redis_ratelimit_conf_init(&c, RRL_CONF_FAIL, cmd);
-    c.u.fail.local = (rlcf->fail == NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL);
+    c.u.fail.local = (rlcf->fail == RRL_FAIL_LOCAL);
 
     if (ngx_http_redis_ratelimit_words(cf, &c, 2) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -327,8 +323,9 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
             return NGX_ERROR;
         }
 
-        if (rrl_limit_delay_check(limit[i].delay, limit[i].zone->algorithm,
-                                  limit[i].zone->burst,
+        if (rrl_limit_delay_check(limit[i].delay,
+                                  limit[i].zone->call.algorithm,
+                                  limit[i].zone->call.burst,
                                   (char *) limit[i].zone_name.data,
                                   limit[i].zone_name.len, "redis_ratelimit",
                                   err)
@@ -362,14 +359,6 @@ ngx_http_redis_ratelimit_find_zone(ngx_http_redis_ratelimit_main_conf_t *rmcf,
     }
 
     return NULL;
-}
-
-
-static void
-ngx_http_redis_ratelimit_str(ngx_str_t *s, rrl_conf_str_t *cs)
-{
-    s->data = (u_char *) cs->data;
-    s->len = cs->len;
 }
 
 
@@ -431,10 +420,7 @@ ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
 static int64_t
 ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
 {
-    ngx_str_t  s;
-
-    s.data = (u_char *) text;
-    s.len = len;
+    ngx_str_t  s = { len, (u_char *) text };
 
     return ngx_parse_time(&s, 0);
 }
@@ -443,10 +429,7 @@ ngx_http_redis_ratelimit_parse_time(const char *text, size_t len)
 static int64_t
 ngx_http_redis_ratelimit_parse_size(const char *text, size_t len)
 {
-    ngx_str_t  s;
-
-    s.data = (u_char *) text;
-    s.len = len;
+    ngx_str_t  s = { len, (u_char *) text };
 
     return ngx_parse_size(&s);
 }

@@ -62,21 +62,8 @@ ngx_http_redis_ratelimit_server(ngx_conf_t *cf, ngx_command_t *cmd,
 
     sc = &c.u.server;
 
-    rmcf->mode = sc->mode;
+    rrl_server_engine_conf(sc, &rmcf->engine);
     rmcf->timeout = (ngx_msec_t) sc->timeout_ms;
-    rmcf->connect_timeout = (ngx_msec_t) sc->connect_timeout_ms;
-    rmcf->cooldown = (ngx_msec_t) sc->cooldown_ms;
-    rmcf->max_failures = (ngx_uint_t) sc->max_failures;
-    rmcf->max_parked = (ngx_uint_t) sc->max_parked;
-    rmcf->db = (ngx_int_t) sc->db;
-    rmcf->sentinel_name.data = (u_char *) sc->sentinel_name.data;
-    rmcf->sentinel_name.len = sc->sentinel_name.len;
-    rmcf->username.data = (u_char *) sc->username.data;
-    rmcf->username.len = sc->username.len;
-    rmcf->password.data = (u_char *) sc->password.data;
-    rmcf->password.len = sc->password.len;
-    rmcf->sentinel_password.data = (u_char *) sc->sentinel_password.data;
-    rmcf->sentinel_password.len = sc->sentinel_password.len;
 
     return sc->tls ? ngx_http_redis_ratelimit_server_tls(cf, cmd, rmcf, sc)
                    : NGX_CONF_OK;
@@ -91,15 +78,13 @@ ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_uint_t           i;
     ngx_str_t            files[3];
+    rrl_tls_t           *tls;
     ngx_pool_cleanup_t  *cln;
     char                 why[NGX_MAX_CONF_ERRSTR];
 
-    files[0].data = (u_char *) sc->tls_ca.data;
-    files[0].len = sc->tls_ca.len;
-    files[1].data = (u_char *) sc->tls_cert.data;
-    files[1].len = sc->tls_cert.len;
-    files[2].data = (u_char *) sc->tls_key.data;
-    files[2].len = sc->tls_key.len;
+    ngx_http_redis_ratelimit_str(&files[0], &sc->tls_ca);
+    ngx_http_redis_ratelimit_str(&files[1], &sc->tls_cert);
+    ngx_http_redis_ratelimit_str(&files[2], &sc->tls_key);
 
     for (i = 0; i < 3; i++) {
         /* relative to nginx's prefix, NUL-terminated */
@@ -115,22 +100,21 @@ ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    rmcf->tls = rrl_tls_new(files[0].len ? (char *) files[0].data : NULL,
-                            files[1].len ? (char *) files[1].data : NULL,
-                            files[2].len ? (char *) files[2].data : NULL,
-                            sc->tls_verify, why, sizeof(why));
-    if (rmcf->tls == NULL) {
+    tls = rrl_tls_new(files[0].len ? (char *) files[0].data : NULL,
+                      files[1].len ? (char *) files[1].data : NULL,
+                      files[2].len ? (char *) files[2].data : NULL,
+                      sc->tls_verify, why, sizeof(why));
+    if (tls == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\" directive",
                            why, &cmd->name);
         return NGX_CONF_ERROR;
     }
 
     cln->handler = ngx_http_redis_ratelimit_tls_cleanup;
-    cln->data = rmcf->tls;
+    cln->data = tls;
 
-    rmcf->sentinel_tls = sc->sentinel_tls;
-    rmcf->tls_server_name.data = (u_char *) sc->tls_server_name.data;
-    rmcf->tls_server_name.len = sc->tls_server_name.len;
+    rmcf->engine.tls = tls;
+    rmcf->engine.sentinel_tls = sc->sentinel_tls ? tls : NULL;
 
     return NGX_CONF_OK;
 }

@@ -29,7 +29,6 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
 {
     size_t                                 len;
     u_char                                 msg[NGX_MAX_ERROR_STR];
-    ngx_uint_t                             i;
     rrl_engine_result_t                   *result;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
@@ -69,16 +68,13 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_FAILED;
     }
 
-    /* an invalid override: the zone's rate applied; its first one logged */
+    /* an invalid override: the zone's rate applied; the first one logged */
+    len = rrl_override_message((char *) msg, sizeof(msg), ctx->call_limits,
+                               ctx->nlimits);
 
-    for (i = 0; i < ctx->nlimits; i++) {
-        if (ctx->call_limits[i].override == RRL_OVERRIDE_INVALID) {
-            len = rrl_override_message((char *) msg, sizeof(msg),
-                                       &ctx->call_limits[i]);
-            ngx_http_redis_ratelimit_log_failure(r->connection->log, "%*s",
-                                         ngx_min(len, sizeof(msg) - 1), msg);
-            break;
-        }
+    if (len && len <= sizeof(msg)) {
+        ngx_http_redis_ratelimit_log_failure(r->connection->log, "%*s", len,
+                                             msg);
     }
 
     return RRL_OUTCOME_REPLY;
@@ -154,14 +150,14 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 }
 
 
-/* the message, of the limit the headers report, is the core's */
+/* the message, of the limit the headers report, names an override itself */
 
 static void
 ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome)
 {
-    u_char                           *p, rate[128];
-    size_t                            len, rate_len;
+    u_char                           *p;
+    size_t                            len;
     rrl_call_limit_t                 *limit;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
@@ -172,20 +168,12 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     zone = ctx->limits[ctx->decision.reported]->zone;
     limit = &ctx->call_limits[ctx->decision.reported];
 
-    /* the zone's rate as written, or the override applied */
-    rate_len = ngx_min(rrl_logged_rate((char *) rate, sizeof(rate), limit,
-                                       (char *) zone->rate.data,
-                                       zone->rate.len),
-                       sizeof(rate) - 1);
-
     /* twice: its length, then the message */
 
     for (p = NULL, len = 0; /* void */; /* void */) {
         len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
-                                    outcome, limit->zone, limit->zone_len,
-                                    limit->key, limit->key_len,
-                                    (char *) rate, rate_len,
-                                    ctx->decision.retry_after);
+                                    outcome, limit, (char *) zone->rate.data,
+                                    zone->rate.len, ctx->decision.retry_after);
         if (p || len == 0) {
             break;
         }

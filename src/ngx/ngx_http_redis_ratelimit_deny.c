@@ -95,14 +95,9 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
                                          (int64_t) tp->sec * 1000000
                                          + (int64_t) tp->msec * 1000);
 
-    if (rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
-                         ctx->nlimits, ctx->limit_results, &ctx->decision)
-        != RRL_OK)
-    {
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
+    return (rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
+                             ctx->nlimits, ctx->limit_results, &ctx->decision)
+            == RRL_OK) ? NGX_OK : NGX_DECLINED;
 }
 
 
@@ -171,11 +166,12 @@ ngx_http_redis_ratelimit_deny_limit(ngx_http_redis_ratelimit_main_conf_t *rmcf,
     key->data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
     key->len = ctx->argvlen[RRL_CALL_KEY(i)];
 
-    *limit = rrl_deny_limit((int) zone->algorithm, zone->limit, zone->period,
-                            zone->burst, dctx->redis, ctx->call_limits[i].cost);
+    *limit = rrl_deny_limit(zone->call.algorithm, zone->call.limit,
+                            zone->call.period_ms, zone->call.burst, dctx->redis,
+                            ctx->call_limits[i].cost);
 
     return rrl_deny_usable(ctx->conf->dry_run,
-                           rmcf->mode == NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER,
+                           rmcf->engine.mode == RRL_SERVER_CLUSTER,
                            zone->combined);
 }
 
@@ -187,6 +183,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_str_t                             name;
     ngx_uint_t                            i;
     ngx_shm_zone_t                       *shm_zone;
+    rrl_engine_conf_t                    *e;
     ngx_http_redis_ratelimit_addr_t      *addr;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
@@ -197,7 +194,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
         return NGX_OK;
     }
 
-    ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_DENY_NAME);
+    ngx_str_set(&name, RRL_CONF_DENY_ZONE);
 
     /* a reload keeps the entries: those of changed zones do not apply */
     shm_zone = ngx_http_redis_ratelimit_shm_add(cf, &name, rmcf->deny_size,
@@ -211,12 +208,13 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     }
 
     dctx = shm_zone->data;
+    e = &rmcf->engine;
 
     /* which Redis: a reload to another must not apply the old one's */
-    dctx->redis = rrl_deny_redis(0, &rmcf->mode, sizeof(rmcf->mode));
-    dctx->redis = rrl_deny_redis(dctx->redis, &rmcf->db, sizeof(rmcf->db));
-    dctx->redis = rrl_deny_redis(dctx->redis, rmcf->sentinel_name.data,
-                                 rmcf->sentinel_name.len);
+    dctx->redis = rrl_deny_redis(0, &e->mode, sizeof(e->mode));
+    dctx->redis = rrl_deny_redis(dctx->redis, &e->db, sizeof(e->db));
+    dctx->redis = rrl_deny_redis(dctx->redis, e->sentinel_name,
+                                 e->sentinel_name_len);
 
     addr = rmcf->addrs.elts;
 

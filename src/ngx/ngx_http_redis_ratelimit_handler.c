@@ -232,8 +232,6 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    char                                  *buf;
-    size_t                                 size;
     ngx_str_t                              key, cost;
     ngx_uint_t                             i, n, nkeys;
     rrl_call_limit_t                      *call, *c;
@@ -267,6 +265,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         }
 
         c = &call[nkeys];
+        *c = zone->call;
         c->cost = limits[i].cost;
 
         if (limits[i].cost_value) {
@@ -279,18 +278,9 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             c->cost = rrl_cost_parse(cost.data, cost.len);
         }
 
-        c->zone = (char *) zone->name.data;
-        c->zone_len = zone->name.len;
-        c->algorithm = zone->algorithm;
-        c->limit = zone->limit;
-        c->period_ms = zone->period;
-        c->burst = zone->burst;
-        c->overrides = zone->overrides;
-        c->override = RRL_OVERRIDE_NONE;
         c->key = key.data;
         c->key_len = key.len;
         c->delay = limits[i].delay;
-        c->lease = (unsigned) zone->lease;
 
         active[nkeys++] = &limits[i];
     }
@@ -305,13 +295,10 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 
     ctx->argc = RRL_CALL_ARGC(nkeys);
 
-    size = rrl_call_args_size(call, nkeys);
-    buf = ngx_pnalloc(r->pool, size);
+    ctx->args_size = rrl_call_args_size(call, nkeys);
+    ctx->args = ngx_pnalloc(r->pool, ctx->args_size);
     ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
     ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
-
-    ctx->args = buf;
-    ctx->args_size = size;
 
     ctx->result.capacity = rrl_reply_values(call, nkeys);
     ctx->result.values = ngx_palloc(r->pool,
@@ -319,11 +306,12 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ctx->limit_results = ngx_palloc(r->pool,
                                     nkeys * sizeof(rrl_limit_result_t));
 
-    if (size == 0 || buf == NULL || ctx->argv == NULL || ctx->argvlen == NULL
-        || ctx->result.values == NULL || ctx->limit_results == NULL
-        || rrl_call_args(buf, size, (char *) rmcf->script_sha1.data,
-                         rmcf->script_sha1.len, call, nkeys, ctx->argv,
-                         ctx->argvlen)
+    if (ctx->args_size == 0 || ctx->args == NULL || ctx->argv == NULL
+        || ctx->argvlen == NULL || ctx->result.values == NULL
+        || ctx->limit_results == NULL
+        || rrl_call_args(ctx->args, ctx->args_size,
+                         (char *) rmcf->script_sha1.data, rmcf->script_sha1.len,
+                         call, nkeys, ctx->argv, ctx->argvlen)
            != RRL_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -92,33 +92,14 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
         addrs[i].name = (char *) addr[i].name.data;
     }
 
-    ngx_memzero(&conf, sizeof(rrl_engine_conf_t));
-
-    conf.mode = (int) rmcf->mode;
+    /* the server's, made at configuration, and what is known by now */
+    conf = rmcf->engine;
     conf.addrs = addrs;
     conf.naddrs = rmcf->addrs.nelts;
     conf.server = (char *) rmcf->server.data;
     conf.server_len = rmcf->server.len;
-    conf.sentinel_name = (char *) rmcf->sentinel_name.data;
-    conf.sentinel_name_len = rmcf->sentinel_name.len;
-    conf.username = (char *) rmcf->username.data;
-    conf.username_len = rmcf->username.len;
-    conf.password = (char *) rmcf->password.data;
-    conf.password_len = rmcf->password.len;
-    conf.sentinel_password = (char *) rmcf->sentinel_password.data;
-    conf.sentinel_password_len = rmcf->sentinel_password.len;
-    conf.db = (uint64_t) rmcf->db;
-    conf.timeout_ms = rmcf->timeout;
-    conf.connect_timeout_ms = rmcf->connect_timeout;
-    conf.max_failures = rmcf->max_failures;
-    conf.cooldown_ms = rmcf->cooldown;
-    conf.max_parked = rmcf->max_parked;
     conf.sha = (char *) rmcf->script_sha1.data;
     conf.sha_len = rmcf->script_sha1.len;
-    conf.tls = rmcf->tls;
-    conf.sentinel_tls = rmcf->sentinel_tls ? rmcf->tls : NULL;
-    conf.tls_server_name = (char *) rmcf->tls_server_name.data;
-    conf.tls_server_name_len = rmcf->tls_server_name.len;
 
     link->engine = rrl_engine_new(&conf, &link->loop);
     if (link->engine == NULL) {

@@ -48,7 +48,6 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_time_t                             *tp;
     rrl_local_limit_t                      *limits;
     rrl_local_entry_t                      *next;
-    ngx_http_redis_ratelimit_zone_t        *zone;
     ngx_http_redis_ratelimit_local_ctx_t   *lctx;
     ngx_http_redis_ratelimit_shm_node_t   **nodes;
 
@@ -84,14 +83,8 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             goto done;
         }
 
-        zone = ctx->limits[i]->zone;
-
-        limits[i].algorithm = zone->algorithm;
-        limits[i].limit = zone->limit;
-        limits[i].period_ms = zone->period;
-        limits[i].burst = zone->burst;
-        limits[i].cost = ctx->call_limits[i].cost;
-        limits[i].entry = NULL;
+        limits[i] = rrl_local_limit(&ctx->limits[i]->zone->call,
+                                    ctx->call_limits[i].cost);
 
         nodes[i] = ngx_http_redis_ratelimit_shm_get(&lctx->shm, &key, now, 0);
 
@@ -159,8 +152,7 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_shm_zone_t                        *shm_zone;
     ngx_http_redis_ratelimit_local_ctx_t  *ctx;
 
-    name.data = (u_char *) fc->zone_name.data;
-    name.len = fc->zone_name.len;
+    ngx_http_redis_ratelimit_str(&name, &fc->zone_name);
 
     /* a tag of its own: nginx refuses a name another zone uses */
     shm_zone = ngx_shared_memory_add(cf, &name, 0,
@@ -190,15 +182,12 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
 
     } else if (ctx->file == NULL) {
         shm_zone->shm.size = fc->zone_size;
-        ctx->size.data = (u_char *) fc->zone_size_word.data;
-        ctx->size.len = fc->zone_size_word.len;
+        ngx_http_redis_ratelimit_str(&ctx->size, &fc->zone_size_word);
         ctx->file = cf->conf_file->file.name.data;
         ctx->line = cf->conf_file->line;
 
     } else if (shm_zone->shm.size != fc->zone_size) {
-        word.data = (u_char *) fc->zone_word.data;
-        word.len = fc->zone_word.len;
-
+        ngx_http_redis_ratelimit_str(&word, &fc->zone_word);
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid value \"%V\" in \"%V\" directive, "
                            "local_zone \"%V\" has size %V in %s:%ui",

@@ -5,9 +5,9 @@
  * handler, as stub_status does. The zone keeps its counters across reloads
  * (it has a fixed size, so nginx reuses it); a zone of limits keeps its
  * counters by name (in a table of ngx_http_redis_ratelimit_shm.c), one
- * removed stops being reported, one added (or added back) starts at 0. The gauges are per worker: each worker writes its own
- * slot (ngx_process_slot) every second and when it serves the metrics;
- * they are summed.
+ * removed stops being reported, one added (or added back) starts at 0. The
+ * gauges are per worker: each writes its own slot (ngx_process_slot) every
+ * second and when it serves the metrics; they are summed.
  */
 
 
@@ -29,9 +29,7 @@
 
 /* the entry of a zone of limits in the table of zones, by its name */
 typedef struct {
-    ngx_atomic_t                 requests[RRL_METRICS_STATUSES];
-    ngx_atomic_t                 overrides[RRL_METRICS_OVERRIDE_KINDS];
-    ngx_atomic_t                 lease[RRL_LEASE_EVENTS + 2];
+    ngx_atomic_t                 counters[RRL_METRICS_ZONE_COUNTERS];
     ngx_uint_t                   generation;  /* of the last config */
 } ngx_http_redis_ratelimit_metrics_zone_t;
 
@@ -52,6 +50,8 @@ static ngx_http_redis_ratelimit_metrics_shctx_t *
     ngx_http_redis_ratelimit_metrics_sh(void);
 static rrl_metrics_gauges_t *ngx_http_redis_ratelimit_metrics_slot(void);
 static void ngx_http_redis_ratelimit_metrics_publish(void);
+static void ngx_http_redis_ratelimit_metrics_count(
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_int_t offset, int counter);
 static void ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
     ngx_shm_zone_t *shm_zone, void *data);
@@ -71,6 +71,7 @@ static ngx_int_t
 ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 {
     size_t                                     len;
+    uint64_t                                   count[RRL_METRICS_ZONE_COUNTERS];
     ngx_int_t                                  rc;
     ngx_buf_t                                 *b;
     ngx_uint_t                                 i, j, k;
@@ -115,27 +116,14 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 
         mz[m.nzones].name = (const char *) zones[i].name.data;
         mz[m.nzones].len = zones[i].name.len;
-
-        for (j = 0; j < RRL_METRICS_STATUSES; j++) {
-            mz[m.nzones].requests[j] = entry->requests[j];
-        }
-
-        mz[m.nzones].overrides = zones[i].overrides;
-
-        for (j = 0; j < RRL_METRICS_OVERRIDE_KINDS; j++) {
-            mz[m.nzones].override_kinds[j] = entry->overrides[j];
-        }
-
+        mz[m.nzones].overrides = zones[i].call.overrides;
         mz[m.nzones].lease = zones[i].lease != 0;
 
-        for (j = 0; j < RRL_LEASE_EVENTS + 2; j++) {
-            *(j < RRL_LEASE_EVENTS ? &mz[m.nzones].lease_events[j]
-                                   : &mz[m.nzones].lease_from[j
-                                                    - RRL_LEASE_EVENTS])
-                = entry->lease[j];
+        for (j = 0; j < RRL_METRICS_ZONE_COUNTERS; j++) {
+            count[j] = entry->counters[j];
         }
 
-        m.nzones++;
+        rrl_metrics_zone_counts(&mz[m.nzones++], count);
     }
 
     m.zones = mz;
@@ -200,31 +188,27 @@ ngx_http_redis_ratelimit_metrics_sh(void)
 void
 ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_int_t                                 counter;
-    ngx_uint_t                                i, rejected;
-    ngx_http_redis_ratelimit_metrics_zone_t  *entry;
+    int                               counter;
+    ngx_uint_t                        i, rejected;
+    ngx_http_redis_ratelimit_zone_t  *zone;
 
-    rejected = (ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED
-                || ctx->status == NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN);
+    rejected = (ctx->status == RRL_STATUS_REJECTED
+                || ctx->status == RRL_STATUS_REJECTED_DRY_RUN);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        entry = ctx->limits[i]->zone->metrics;
+        zone = ctx->limits[i]->zone;
 
         /* a rejection counts in the zones that rejected it */
         counter = rrl_metrics_request_counter(ctx->status, rejected,
                                               ctx->decided,
                                               ctx->limit_results[i].passed);
-
-        if (entry && counter >= 0) {
-            (void) ngx_atomic_fetch_add(&entry->requests[counter], 1);
-        }
+        ngx_http_redis_ratelimit_metrics_count(zone, 0, counter);
 
         counter = rrl_metrics_override_counter(ctx->call_limits[i].override,
                                                ctx->replied);
-
-        if (entry && counter >= 0) {
-            (void) ngx_atomic_fetch_add(&entry->overrides[counter], 1);
-        }
+        ngx_http_redis_ratelimit_metrics_count(zone,
+                                               RRL_METRICS_ZONE_OVERRIDES,
+                                               counter);
     }
 }
 
@@ -233,12 +217,21 @@ void
 ngx_http_redis_ratelimit_metrics_lease(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_uint_t counter)
 {
-    ngx_http_redis_ratelimit_metrics_zone_t  *entry;
+    ngx_http_redis_ratelimit_metrics_count(zone, RRL_METRICS_ZONE_LEASES,
+                                           (int) counter);
+}
 
-    entry = zone->metrics;
 
-    if (entry) {
-        (void) ngx_atomic_fetch_add(&entry->lease[counter], 1);
+/* counter, -1: none, of the zone's counters from offset */
+
+static void
+ngx_http_redis_ratelimit_metrics_count(ngx_http_redis_ratelimit_zone_t *zone,
+    ngx_int_t offset, int counter)
+{
+    ngx_http_redis_ratelimit_metrics_zone_t  *entry = zone->metrics;
+
+    if (entry && counter >= 0) {
+        (void) ngx_atomic_fetch_add(&entry->counters[offset + counter], 1);
     }
 }
 
@@ -412,7 +405,7 @@ ngx_http_redis_ratelimit_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_OK;
     }
 
-    ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME);
+    ngx_str_set(&name, RRL_CONF_METRICS_ZONE);
 
     shm_zone = ngx_shared_memory_add(cf, &name,
                                      NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE,
@@ -501,7 +494,8 @@ ngx_http_redis_ratelimit_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 
         /* new, or not in the previous configuration: from 0 */
         if (entry->generation != previous) {
-            ngx_memzero((void *) entry->requests, sizeof(entry->requests));
+            ngx_memzero((void *) entry->counters,
+                        RRL_METRICS_STATUSES * sizeof(ngx_atomic_t));
         }
 
         entry->generation = sh->generation;

@@ -251,13 +251,7 @@ ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /*
-     * set by ngx_pcalloc():
-     *
-     *     conf->limits.elts = NULL;
-     *     conf->local_zone = NULL;
-     *     conf->local_share = 0;
-     */
+    /* set by ngx_pcalloc(): limits.elts, local_zone, local_share: NULL, 0 */
 
     conf->status_code = NGX_CONF_UNSET_UINT;
     conf->dry_run = NGX_CONF_UNSET;
@@ -309,7 +303,7 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     /* the mode and its parameters are one directive: inherited together */
     if (conf->fail == NGX_CONF_UNSET_UINT) {
-        conf->fail = NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN;
+        conf->fail = RRL_FAIL_OPEN;
 
         if (prev->fail != NGX_CONF_UNSET_UINT) {
             conf->fail = prev->fail;

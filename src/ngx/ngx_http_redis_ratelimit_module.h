@@ -20,37 +20,24 @@
 #include "rrl_shown.h"
 
 
-/* $redis_ratelimit_status, the fail modes, the modes: the core's */
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED          RRL_STATUS_REJECTED
-#define NGX_HTTP_REDIS_RATELIMIT_REJECTED_DRY_RUN  RRL_STATUS_REJECTED_DRY_RUN
-
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_OPEN         RRL_FAIL_OPEN
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_CLOSED       RRL_FAIL_CLOSED
-#define NGX_HTTP_REDIS_RATELIMIT_FAIL_LOCAL        RRL_FAIL_LOCAL
-
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_CLUSTER      RRL_SERVER_CLUSTER
-#define NGX_HTTP_REDIS_RATELIMIT_MODE_SENTINEL     RRL_SERVER_SENTINEL
-
-/* the module's own shared memory zones: the core checks "local_zone=" */
-#define NGX_HTTP_REDIS_RATELIMIT_METRICS_NAME      RRL_CONF_METRICS_ZONE
-#define NGX_HTTP_REDIS_RATELIMIT_DENY_NAME         RRL_CONF_DENY_ZONE
+/* the lease table's zone (the other zones' names: RRL_CONF_*_ZONE) */
 #define NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME        "redis_ratelimit_lease"
 #define NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE        (10 * 1024 * 1024)
+
+/* a string of the core's configuration (rrl_conf_str_t), as nginx's */
+#define ngx_http_redis_ratelimit_str(s, cs)                                  \
+    ((s)->data = (u_char *) (cs)->data, (s)->len = (cs)->len)
 
 
 typedef struct {
     ngx_str_t                    name;
     ngx_http_complex_value_t     key;
-    ngx_int_t                    algorithm;
-    ngx_uint_t                   limit;       /* N of rate=Nr/PERIOD */
-    ngx_uint_t                   burst;       /* as the algorithm uses it */
+    rrl_call_limit_t             call;        /* its part of a request's */
     ngx_uint_t                   capacity;    /* the largest cost, on idle */
-    uint64_t                     period;      /* ms: over 49 days fits too */
     ngx_str_t                    rate;        /* as written, for logs */
 
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
-    unsigned                     overrides:1;
     ngx_uint_t                   lease;       /* P of lease=P%, 0: none */
 
     void                        *metrics;     /* its counters, or NULL */
@@ -84,19 +71,8 @@ typedef struct {
 typedef struct {
     ngx_str_t                    server;      /* the first address */
     ngx_array_t                  addrs;       /* of addr_t: server, seeds */
-    ngx_uint_t                   mode;
-    ngx_str_t                    sentinel_name;  /* sentinel=NAME */
-    ngx_msec_t                   timeout;
-    ngx_msec_t                   connect_timeout;
-    ngx_str_t                    username;
-    ngx_str_t                    password;
-    ngx_str_t                    sentinel_password;
-    ngx_int_t                    db;
-
-    /* circuit breaker: after max_failures in a row, cooldown without Redis */
-    ngx_uint_t                   max_failures;
-    ngx_msec_t                   cooldown;
-    ngx_uint_t                   max_parked;  /* requests waiting, a worker */
+    rrl_engine_conf_t            engine;      /* but addrs, server and sha */
+    ngx_msec_t                   timeout;     /* engine's, for the leases */
 
     ngx_array_t                  zones;       /* of zone_t */
 
@@ -108,10 +84,6 @@ typedef struct {
     ngx_shm_zone_t              *lease_zone;
 
     ngx_str_t                    script_sha1;
-
-    rrl_tls_t                   *tls;         /* NULL: plain TCP */
-    ngx_flag_t                   sentinel_tls;
-    ngx_str_t                    tls_server_name;  /* empty: addresses' */
 } ngx_http_redis_ratelimit_main_conf_t;
 
 
@@ -206,10 +178,7 @@ ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
 /* rrl_conf_init() with nginx's parsers of times and sizes */
 void ngx_http_redis_ratelimit_conf_init(rrl_conf_t *c, int kind,
     ngx_command_t *cmd);
-/*
- * decision: applies the core's verdict on an outcome (RRL_OUTCOME_*;
- * REPLY: ctx->result, checked first) to the request
- */
+/* decision: applies the core's verdict on an outcome (REPLY: ctx->result's) */
 void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
 /* the handler's rc once decided; a problem+json rejection is sent here */
@@ -270,10 +239,7 @@ ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
 char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     rrl_fail_conf_t *fc, ngx_shm_zone_t **zone);
 
-/*
- * Decides every limit of the request in the location's local zone, all or
- * nothing, and writes what the script would reply into ctx->result.
- */
+/* every limit decided in the local zone, all or nothing, into ctx->result */
 ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 

@@ -1,8 +1,7 @@
 
 /*
- * The variables: $redis_ratelimit_status, _remaining, _reset, _zone, _rtt
- * and _delay, read from the main request's context; their values are the
- * core's.
+ * The variables ($redis_ratelimit_status, _remaining, _reset, _zone, _rtt,
+ * _delay), read from the main request's context; their values are the core's.
  */
 
 
