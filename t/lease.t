@@ -253,7 +253,14 @@ my $w = $t->wait_window($H, 30) / $H - 1;
         push @rem, $r->{h}{'x-ratelimit-remaining'} // 'none';
     }
     is("@st", join(' ', (200) x 8), 'requests 3 to 10: 200');
-    is("@rem", '9 8 7 6 5 4 3 2 1 0', 'X-RateLimit-Remaining down by one a request');
+    # known from Redis's last answer less this server's use since: answers
+    # of calls in flight together (a renewal's, a request's) land in any
+    # order, so a value may be off by what one of them took, at most the
+    # largest lease (50% of 10); the last one is exact
+    my @exact = reverse 0 .. 9;
+    my @off = grep { $rem[$_] eq 'none' || abs($rem[$_] - $exact[$_]) > 5 } 0 .. 9;
+    is("@off", '', "X-RateLimit-Remaining within a lease of 9 8 ... 0 (@rem)");
+    is($rem[9], 0, 'X-RateLimit-Remaining: 0 after the 10th');
 
     $r = $n->get('/take/?key=a');
     is($r->{status}, 429, 'the 11th request: 429');

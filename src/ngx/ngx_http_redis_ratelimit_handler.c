@@ -112,7 +112,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         /* read before the call: a rejection learned from it ends by Redis's */
         ctx->sent = ngx_http_redis_ratelimit_clock();
 
-        rc = ngx_http_redis_ratelimit_lease_check(r, ctx);
+        rc = ngx_http_redis_ratelimit_lease_check(r, ctx, 1);
 
         if (rc != NGX_DECLINED) {
             /* decided from leases, as by a reply of Redis's (or failed) */

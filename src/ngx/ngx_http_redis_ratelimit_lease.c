@@ -21,22 +21,10 @@ static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     const rrl_limit_result_t *result, int64_t redis_now, int64_t sent);
 
 
-static ngx_int_t ngx_http_redis_ratelimit_lease_decide(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
-
+/* ask: when not decided, what each lease limit wants of Redis */
 
 ngx_int_t
 ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    return ngx_http_redis_ratelimit_lease_decide(r, ctx, 1);
-}
-
-
-/* ask: when not decided, what each lease limit wants of Redis */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_lease_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask)
 {
     int64_t                                now;
@@ -163,7 +151,7 @@ ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     }
 
     return ctx->decision.passed ? NGX_DECLINED
-                                : ngx_http_redis_ratelimit_lease_decide(r, ctx, 0);
+                                : ngx_http_redis_ratelimit_lease_check(r, ctx, 0);
 }
 
 

@@ -221,14 +221,13 @@ rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 /* the worker's engine, for a lease's renewal (rrl_lease_renew()) */
 rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
-/* lease: "lease=P%", units taken ahead in a shared memory table */
 /*
- * NGX_OK: decided from the leases of every limit, ctx->result holds the
- * reply Redis would send. NGX_DECLINED: ask Redis (the call's arguments
- * carry what the lease limits want). NGX_ERROR.
+ * lease: "lease=P%". NGX_OK: decided from the leases of every limit,
+ * ctx->result holds the reply Redis would send. NGX_DECLINED: ask Redis
+ * (with ask, the call's arguments carry what the lease limits want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
 /* Redis's decoded reply: its grants; NGX_OK: refused, then decided anew */
 ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
