@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "algorithm.hpp"
+
 namespace rrl {
 
 namespace {
@@ -133,9 +135,8 @@ std::int64_t lease_left_us(const rrl_lease_limit_t& limit,
 }
 
 std::uint64_t lease_capacity(const rrl_lease_limit_t& limit) {
-    return limit.algorithm == RRL_TOKEN_BUCKET
-               ? limit.burst
-               : add_sat(limit.limit, limit.burst);
+    const Algorithm* a = algorithm(limit.algorithm);
+    return a != nullptr ? capacity(*a, limit.limit, limit.burst) : 0;
 }
 
 std::uint64_t lease_most(const rrl_lease_limit_t& limit) {

@@ -74,7 +74,7 @@ std::int64_t lease_left_us(const rrl_lease_limit_t& limit,
 // holds more of a key (the undershoot's bound: servers x this)
 std::uint64_t lease_most(const rrl_lease_limit_t& limit);
 
-// the most units a key's state holds: limit + burst, token_bucket's burst
+// the most units a key's state holds: the algorithm's capacity()
 std::uint64_t lease_capacity(const rrl_lease_limit_t& limit);
 
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
