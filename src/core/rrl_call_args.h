@@ -74,6 +74,9 @@ typedef struct {
     /* set by rrl_call_reply_decode() */
     uint64_t              lease_granted;  /* G */
     int64_t               lease_ttl_us;   /* the lifetime */
+    /* settle=VALUE (rrl_settle.h): A, and T, Redis's time of the charge */
+    uint64_t              settle_actual;
+    int64_t               settle_at_us;
 } rrl_call_limit_t;
 
 /* "nodelay", the default: delay=B, never delays */

@@ -53,6 +53,7 @@ size_t rrl_shown_fields(char *buf, size_t size, const rrl_shown_t *shown,
 #define RRL_VAR_ZONE       3   /* $redis_ratelimit_zone */
 #define RRL_VAR_RTT        4   /* $redis_ratelimit_rtt */
 #define RRL_VAR_DELAY      5   /* $redis_ratelimit_delay */
+#define RRL_VAR_COST       6   /* $redis_ratelimit_cost */
 
 /* A variable's value, as snprintf writes it; 0: it is not found. */
 size_t rrl_shown_variable(char *buf, size_t size, int variable,
