@@ -327,7 +327,9 @@ ngx_http_redis_ratelimit_init(ngx_conf_t *cf)
 {
     rrl_set_logger(ngx_http_redis_ratelimit_core_log, NULL);
 
-    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK) {
+    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK
+        || ngx_http_redis_ratelimit_settle_init(cf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
