@@ -212,12 +212,9 @@ ngx_http_redis_ratelimit_lease_settle(ngx_str_t *key,
     ngx_http_redis_ratelimit_shm_node_t   *sn;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
+    /* a request decided from leases: there is a table */
     rmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                                ngx_http_redis_ratelimit_module);
-    if (rmcf->lease_zone == NULL) {
-        return 0;
-    }
-
     shm = rmcf->lease_zone->data;
     now = ngx_http_redis_ratelimit_clock();
 

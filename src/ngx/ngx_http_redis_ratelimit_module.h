@@ -280,10 +280,7 @@ void ngx_http_redis_ratelimit_metrics_exit_process(void);
 /* a request decided: ctx->status, once in each zone of its limits */
 void ngx_http_redis_ratelimit_metrics_request(
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/*
- * counter (-1: none) of a zone's family from offset: RRL_METRICS_ZONE_LEASES
- * (RRL_LEASE_*, or RRL_LEASE_EVENTS + RRL_LEASE_FROM_*), _SETTLE (RRL_SETTLE_*)
- */
+/* counter (-1: none) of a zone's family at offset (RRL_METRICS_ZONE_*) */
 void ngx_http_redis_ratelimit_metrics_count(
     ngx_http_redis_ratelimit_zone_t *zone, ngx_int_t offset, int counter);
 /* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
