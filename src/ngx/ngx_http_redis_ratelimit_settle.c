@@ -44,6 +44,11 @@ ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
                                                results ? RRL_SETTLE_SETTLED
                                                        : RRL_SETTLE_FAILED);
         if (results == NULL) {
+            if (error_len == 0) {
+                error = "not made";
+                error_len = sizeof("not made") - 1;
+            }
+
             ngx_http_redis_ratelimit_log_failure(ngx_cycle->log,
                                   "redis_ratelimit: settlement in zone "
                                   "\"%V\" dropped: %*s", &zone->name,
