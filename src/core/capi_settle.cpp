@@ -111,7 +111,7 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
                void* arg) noexcept {
     bool told = false;
     Settlement* made = guarded("a settlement", (Settlement*)nullptr, [&] {
-        if (n == 0) return (Settlement*)nullptr;
+        if (engine == nullptr || n == 0) return (Settlement*)nullptr;
 
         auto s = std::make_unique<Settlement>();
         s->limits.assign(limits, limits + n);
