@@ -357,6 +357,14 @@ TEST_F(SettleEngine, BadInputIsNotMadeEither) {
     EXPECT_EQ(none.calls, 1);
     EXPECT_FALSE(none.results);
 
+    Settled no_engine;
+    rrl_call_limit_t one = settling("z", RRL_FIXED_WINDOW, 1, 2, 3, "k");
+    const void* z = &zone_;
+    EXPECT_EQ(
+        rrl_settle(nullptr, "sha", 3, &one, &z, 1, 7, Settled::fn, &no_engine),
+        RRL_ERROR);
+    EXPECT_EQ(no_engine.calls, 1);
+
     Settled bad;
     rrl_call_limit_t l = settling("z", RRL_FIXED_WINDOW, 1, 2, -1, "k");
     const void* zone = &zone_;

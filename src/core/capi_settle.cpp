@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capi.hpp"
+#include "lease.hpp"
 #include "rrl_settle.h"
 #include "settle.hpp"
 
@@ -110,7 +111,7 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
                void* arg) noexcept {
     bool told = false;
     Settlement* made = guarded("a settlement", (Settlement*)nullptr, [&] {
-        if (n == 0) return (Settlement*)nullptr;
+        if (engine == nullptr || n == 0) return (Settlement*)nullptr;
 
         auto s = std::make_unique<Settlement>();
         s->limits.assign(limits, limits + n);
@@ -162,9 +163,14 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
     return RRL_ERROR;
 }
 
-int rrl_lease_settle(rrl_lease_entry_t*, const rrl_call_limit_t*,
-                     int64_t) noexcept {
-    return 0;
+int rrl_lease_settle(rrl_lease_entry_t* entry, const rrl_call_limit_t* limit,
+                     int64_t now_us) noexcept {
+    rrl_lease_limit_t l = {limit->algorithm, limit->limit, limit->period_ms,
+                           limit->burst,     limit->lease, limit->cost};
+    return rrl::lease_settle(l, entry, limit->cost, limit->settle_actual,
+                             limit->settle_at_us, now_us)
+               ? 1
+               : 0;
 }
 
 }  // extern "C"
