@@ -45,14 +45,18 @@ end
 
 -- Gives back a reservation made at `at` (units: its cost unless given):
 -- only its window's count holds it, and only while that window is the
--- current one.
+-- current one. Negative units (a settlement's charge): -units more to the
+-- current window's count, whenever `at` was (a state made when none).
 function fixed_window.release(l, at, now, units)
+  units = units or l.cost
   local window = math.floor(now / l.period)
-  if math.floor(at / l.period) ~= window then return false end
+  local refund = units > 0
+  if refund and math.floor(at / l.period) ~= window then return false end
   local w, c = string.match(redis.call('GET', l.key) or '', '^(%d+):(%d+)$')
-  if not w or tonumber(w) ~= window or tonumber(c) == 0 then return false end
+  c = w and tonumber(w) == window and tonumber(c) or 0
+  if refund and c == 0 then return false end
   redis.call('SET', l.key,
-    string.format('%d:%d', window, math.max(0, tonumber(c) - (units or l.cost))),
+    string.format('%d:%d', window, math.max(0, c - units)),
     'PX', math.ceil(((window + 1) * l.period - now) / 1000))
   return true
 end

@@ -60,12 +60,25 @@ end
 -- run empty and restarted later (when another request passed) by up to
 -- that much; the state holds no time to tell. Exact when released at
 -- `at`, or with nothing passed since on a bucket idle before it.
-function leaky_bucket.release(l, at, now)
+-- With units (a settlement, whenever `at` was): units intervals off the
+-- TAT (none when it is past); negative, -units intervals onto max(TAT,
+-- now) (a debt held at most 100 years).
+function leaky_bucket.release(l, at, now, units)
   local i, f = string.match(redis.call('GET', l.key) or '', '^(%d+)(%.?%d*)$')
-  if not i then return false end
-  local ahead = (tonumber(i) - now) + tonumber('0' .. f)
-  local back = l.cost * l.period / l.limit - math.max(0, now - at)
-  if ahead <= 0 or back <= 0 then return false end
+  local ahead = 0
+  if i then ahead = (tonumber(i) - now) + tonumber('0' .. f) end
+  local back
+  if units then
+    back = units * l.period / l.limit
+    if units < 0 then
+      ahead = math.min(math.max(0, ahead) - back, 3153600000000000)
+      store_tat(l.key, now, ahead)
+      return true
+    end
+  else
+    back = l.cost * l.period / l.limit - math.max(0, now - at)
+  end
+  if not i or ahead <= 0 or back <= 0 then return false end
   ahead = ahead - back
   if ahead <= epsilon then
     redis.call('DEL', l.key) -- idle: as no state at all
