@@ -18,7 +18,9 @@ function sliding_window.check(l, now)
   local elapsed = now - start
   local current, prev = 0, 0
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
     w, c, p = tonumber(w), tonumber(c), tonumber(p)
@@ -85,11 +87,13 @@ end
 -- when the state holds it no more, to the current window's count.
 function sliding_window.release(l, at, now, units)
   units = units or l.cost
-  local w, c, p = string.match(redis.call('GET', l.key) or '',
-    '^(%d+):(%d+):(%d+)$')
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
   w, c, p = tonumber(w), tonumber(c), tonumber(p)
   local reserved, window = math.floor(at / l.period), math.floor(now / l.period)
   local refund = units > 0
+  local stored = w -- the state's window: its expiry stays when kept
   if not w then
     if refund then return false end
     w, c, p = window - 2, 0, 0 -- none: as a state that weighs no more
@@ -109,8 +113,16 @@ function sliding_window.release(l, at, now, units)
     end
     w, c = window, c - units
   end
-  redis.call('SET', l.key, string.format('%d:%d:%d', w, c, p),
-    'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+  state = string.format('%d:%d:%d', w, c, p)
+  if w == stored and l.estimate then
+    -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
+    -- less (a release's sets it again, as it did)
+    redis.call('SET', l.key, state, 'KEEPTTL')
+  else
+    redis.call('SET', l.key, state,
+      'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+  end
+  l.state = state
   return true
 end
 

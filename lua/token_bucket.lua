@@ -24,7 +24,9 @@ function token_bucket.check(l, now)
   -- what refills from now if nothing is taken (over tokens when held)
   local level = tokens
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local t, at, fields = string.match(state, '^([^:]+):(%d+)(.*)$')
     t, at = tonumber(t), tonumber(at)
@@ -87,8 +89,9 @@ end
 -- 100 years: a debt is not held longer).
 function token_bucket.release(l, at, now, units)
   units = units or l.cost
-  local t, stored_at, fields = string.match(redis.call('GET', l.key) or '',
-    '^([^:]+):(%d+)(.*)$')
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local t, stored_at, fields = string.match(state or '', '^([^:]+):(%d+)(.*)$')
   t, stored_at = tonumber(t), tonumber(stored_at)
   if units < 0 then
     local tokens = l.burst
@@ -101,7 +104,7 @@ function token_bucket.release(l, at, now, units)
     end
     tokens = tokens + units
     local full_in = math.ceil((l.burst - tokens) * l.period / l.limit - slack)
-    local state = string.format('%.17g:%d', tokens, now)
+    state = string.format('%.17g:%d', tokens, now)
     if l.held_cur then
       full_in = math.max(full_in, token_bucket.held_wait(l, l.burst, now))
       state = token_bucket.held_state(l, tokens, now)
@@ -109,6 +112,7 @@ function token_bucket.release(l, at, now, units)
     end
     redis.call('SET', l.key, state, 'PX',
       math.max(1, math.min(3153600000000, math.ceil(full_in / 1000))))
+    l.state = state
     return true
   end
   if not (t and stored_at) or stored_at < at then return false end
@@ -130,11 +134,14 @@ function token_bucket.release(l, at, now, units)
     fields = ''
     if full_in <= 0 then
       redis.call('DEL', l.key) -- full: as no state at all
+      l.state = false
       return true
     end
   end
-  redis.call('SET', l.key, string.format('%.17g:%d', t, stored_at) .. fields,
+  state = string.format('%.17g:%d', t, stored_at) .. fields
+  redis.call('SET', l.key, state,
     'PX', math.ceil(math.max(full_in, held_for) / 1000))
+  l.state = state
   return true
 end
 

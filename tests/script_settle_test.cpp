@@ -559,6 +559,18 @@ TEST_F(SettleTest, SingleFormUsesRedisTime) {
     EXPECT_GT(v[5], 0);
     EXPECT_EQ(v[6], 1);
     EXPECT_EQ(v[7], 199);
+    // the state keeps its expiry (the window's end), none made for m
+    EXPECT_GT(pttl(l.key), 0);
+    EXPECT_LE(pttl(l.key), 3600000);
+    EXPECT_EQ(pttl(m.key), -2);
+    // a state made by a settlement expires too
+    const Limit n = limit_of(RRL_SLIDING_WINDOW, "rrl:{1:sw}", 200, 60000, 1);
+    v = values(
+        evalsha({n.key}, {"settle", n.algorithm, str(n.limit), str(n.period_ms),
+                          str(n.burst), eat(1, 5, at)}));
+    ASSERT_EQ(v.size(), 6u);
+    EXPECT_GT(pttl(n.key), 60000);
+    EXPECT_LE(pttl(n.key), 120000);
 }
 
 }  // namespace
