@@ -460,6 +460,8 @@ if batch then
           key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
           period = zone.period, burst = zone.burst, cost = math.max(e, 1),
           overrides = zone.overrides, estimate = e, actual = x, at = t,
+          window = false, count = false, ttl = false, current = false,
+          prev = false, keep_ttl = false,
         }
       elseif zone.lease then
         -- "C:W:B:T": rarely the same twice, not worth the numbers' cache
