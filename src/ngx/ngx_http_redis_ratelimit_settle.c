@@ -21,6 +21,32 @@
 
 
 /*
+ * At most once a second per worker, at warn, on a clock of their own: a
+ * Redis outage's messages do not swallow them
+ */
+
+static void
+ngx_http_redis_ratelimit_settle_warn(ngx_log_t *log, const char *fmt, ...)
+{
+    u_char         *p, msg[NGX_MAX_ERROR_STR];
+    va_list         args;
+    static time_t   last;
+
+    if (ngx_time() == last) {
+        return;
+    }
+
+    last = ngx_time();
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(msg, msg + sizeof(msg), fmt, args);
+    va_end(args);
+
+    ngx_log_error(NGX_LOG_WARN, log, 0, "%*s", (size_t) (p - msg), msg);
+}
+
+
+/*
  * No request here: it may have gone. arg: the location's conf, then the
  * zones of the limits sent, freed here. A debt is learned as a rejection.
  */
@@ -49,7 +75,7 @@ ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
                 error_len = sizeof("not made") - 1;
             }
 
-            ngx_http_redis_ratelimit_log_failure(ngx_cycle->log,
+            ngx_http_redis_ratelimit_settle_warn(ngx_cycle->log,
                                   "redis_ratelimit: settlement in zone "
                                   "\"%V\" dropped: %*s", &zone->name,
                                   error_len, error);
@@ -133,8 +159,13 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
             ngx_str_set(&text, "");
         }
 
+        /* the zone's numbers, as a batch has them: not an override's */
         c = &send[n];
-        *c = ctx->call_limits[i];
+        *c = zone->call;
+        c->key = ctx->call_limits[i].key;
+        c->key_len = ctx->call_limits[i].key_len;
+        c->cost = ctx->call_limits[i].cost;
+        c->settle_at_us = ctx->call_limits[i].settle_at_us;
 
         if (rrl_settle_value(text.data, text.len, &c->settle_actual)
             != RRL_OK)
@@ -142,7 +173,7 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
             ngx_http_redis_ratelimit_metrics_count(zone,
                                                    RRL_METRICS_ZONE_SETTLE,
                                                    RRL_SETTLE_FAILED);
-            ngx_http_redis_ratelimit_log_failure(r->connection->log,
+            ngx_http_redis_ratelimit_settle_warn(r->connection->log,
                                   "redis_ratelimit: settle=%V of zone \"%V\" "
                                   "is \"%*s\": not a number, the estimate "
                                   "%uL stays charged", &limit->settle->value,
