@@ -132,11 +132,10 @@ ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *value)
 {
     u_char                           *p;
-    size_t                            len;
     ngx_url_t                         u;
     ngx_uint_t                        i;
     struct sockaddr_un               *saun;
-    ngx_http_redis_ratelimit_addr_t  *addr;
+    rrl_engine_addr_t                *addr;
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
@@ -168,35 +167,27 @@ ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
             return NGX_CONF_ERROR;
         }
 
-        ngx_memzero(addr, sizeof(ngx_http_redis_ratelimit_addr_t));
-        addr->name = *value;
+        ngx_memzero(addr, sizeof(rrl_engine_addr_t));
+        addr->name = (char *) value->data;
 
         if (u.family == AF_UNIX) {
+            /* NUL-terminated by ngx_parse_url(), in cf->pool */
             saun = (struct sockaddr_un *) u.addrs[i].sockaddr;
-
-            len = ngx_strlen(saun->sun_path);
-
-            p = ngx_pnalloc(cf->pool, len + 1);
-            if (p == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            *ngx_cpymem(p, saun->sun_path, len) = '\0';
-            addr->unix_path = p;
+            addr->unix_path = saun->sun_path;
 
             continue;
         }
 
-        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+        /* NUL-terminated: zeroed, one byte more */
+        p = ngx_pcalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
         if (p == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        len = ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
-                            NGX_SOCKADDR_STRLEN, 0);
-        p[len] = '\0';
+        (void) ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
+                             NGX_SOCKADDR_STRLEN, 0);
 
-        addr->host = p;
+        addr->host = (char *) p;
         addr->port = ngx_inet_get_port(u.addrs[i].sockaddr);
     }
 
