@@ -18,7 +18,6 @@ static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
 static char *ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf,
     ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
     rrl_server_conf_t *sc);
-static void ngx_http_redis_ratelimit_tls_cleanup(void *data);
 
 
 char *
@@ -76,54 +75,30 @@ static char *
 ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_main_conf_t *rmcf, rrl_server_conf_t *sc)
 {
-    ngx_uint_t           i;
-    ngx_str_t            files[3];
     rrl_tls_t           *tls;
     ngx_pool_cleanup_t  *cln;
     char                 why[NGX_MAX_CONF_ERRSTR];
-
-    ngx_http_redis_ratelimit_str(&files[0], &sc->tls_ca);
-    ngx_http_redis_ratelimit_str(&files[1], &sc->tls_cert);
-    ngx_http_redis_ratelimit_str(&files[2], &sc->tls_key);
-
-    for (i = 0; i < 3; i++) {
-        /* relative to nginx's prefix, NUL-terminated */
-        if (files[i].len
-            && ngx_conf_full_name(cf->cycle, &files[i], 1) != NGX_OK)
-        {
-            return NGX_CONF_ERROR;
-        }
-    }
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    tls = rrl_tls_new(files[0].len ? (char *) files[0].data : NULL,
-                      files[1].len ? (char *) files[1].data : NULL,
-                      files[2].len ? (char *) files[2].data : NULL,
-                      sc->tls_verify, why, sizeof(why));
+    tls = rrl_server_tls(sc, (char *) cf->cycle->conf_prefix.data,
+                         cf->cycle->conf_prefix.len, why, sizeof(why));
     if (tls == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\" directive",
                            why, &cmd->name);
         return NGX_CONF_ERROR;
     }
 
-    cln->handler = ngx_http_redis_ratelimit_tls_cleanup;
+    cln->handler = rrl_tls_free;
     cln->data = tls;
 
     rmcf->engine.tls = tls;
     rmcf->engine.sentinel_tls = sc->sentinel_tls ? tls : NULL;
 
     return NGX_CONF_OK;
-}
-
-
-static void
-ngx_http_redis_ratelimit_tls_cleanup(void *data)
-{
-    rrl_tls_free(data);
 }
 
 
