@@ -100,10 +100,8 @@ ngx_http_redis_ratelimit_link_exit(void)
 {
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
-    if (link->engine) {
-        rrl_engine_free(link->engine);
-        link->engine = NULL;
-    }
+    rrl_engine_free(link->engine);
+    link->engine = NULL;
 }
 
 
