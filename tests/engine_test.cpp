@@ -593,7 +593,9 @@ TEST_F(EngineTest, AReplyReadInTheTurnItsTimeoutFiresDecides) {
 }
 
 // NULL: no engine (a worker whose init failed): nothing to free
-TEST(EngineCApi, FreeingNoneIsNothing) { rrl_engine_free(nullptr); }
+TEST(EngineCApi, FreeingNoneIsNothing) {
+    rrl_engine_free(nullptr);
+}
 
 }  // namespace
 }  // namespace rrl_test

@@ -117,7 +117,9 @@ TEST_F(TlsTest, FilesThatCannotBeUsedAreNamed) {
               0u);
 }
 
-rrl_conf_str_t str(const std::string& s) { return {s.data(), s.size()}; }
+rrl_conf_str_t str(const std::string& s) {
+    return {s.data(), s.size()};
+}
 
 // a server's files, a relative name under nginx's conf prefix
 TEST_F(TlsTest, TheServersFilesUnderThePrefix) {
@@ -152,8 +154,7 @@ TEST_F(TlsTest, TheServersFilesUnderThePrefix) {
     EXPECT_EQ(
         rrl_server_tls(&sc, prefix.data(), prefix.size(), why, sizeof(why)),
         nullptr);
-    EXPECT_EQ(std::string(why), "cannot read tls_key=\"" +
-                                    file("missing.pem") +
+    EXPECT_EQ(std::string(why), "cannot read tls_key=\"" + file("missing.pem") +
                                     "\": No such file or directory");
 }
 
