@@ -195,6 +195,13 @@ TEST(Shown, CostOfTheLimitShownWhenCharged) {
     r.shown.status = 0;
     EXPECT_EQ(variable(RRL_VAR_COST, r.shown), "");
 
+    // every limit unlimited (an override): none shown, nothing charged
+    Request u(l, {{1, 9, 1000, 0}, {1, 4, 1000, 0}}, RRL_SHOW_LEGACY);
+    u.limits[0].override = RRL_OVERRIDE_UNLIMITED;
+    u.limits[1].override = RRL_OVERRIDE_UNLIMITED;
+    EXPECT_EQ(variable(RRL_VAR_COST, u.shown), "0");
+    EXPECT_EQ(variable(RRL_VAR_REMAINING, u.shown), "");
+
     // rejected, in a dry run or not, or by the local zone: "0"
     Request no(l, {{1, 9, 1000, 0}, {0, 0, 1000, 500000}}, RRL_SHOW_LEGACY);
     for (unsigned s : {RRL_STATUS_REJECTED, RRL_STATUS_REJECTED_DRY_RUN,

@@ -169,6 +169,13 @@ void rrl_server_engine_conf(const rrl_server_conf_t *sc,
     rrl_engine_conf_t *conf) RRL_NOEXCEPT;
 
 /*
+ * rrl_tls_new() of sc's files and tls_verify, a relative name under prefix
+ * (nginx's conf prefix, as ngx_conf_full_name() has it).
+ */
+rrl_tls_t *rrl_server_tls(const rrl_server_conf_t *sc, const char *prefix,
+    size_t prefix_len, char *why, size_t size) RRL_NOEXCEPT;
+
+/*
  * The zone's part of its requests' limits, made once at configuration:
  * name (the caller's lasting copy), the rate, the algorithm, overrides and
  * lease; no override yet, nodelay, cost 0 and no key until a request's.

@@ -195,7 +195,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_uint_t                            i;
     ngx_shm_zone_t                       *shm_zone;
     rrl_engine_conf_t                    *e;
-    ngx_http_redis_ratelimit_addr_t      *addr;
+    rrl_engine_addr_t                    *addr;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
     ngx_conf_init_uint_value(rmcf->deny_size,
@@ -230,8 +230,8 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     addr = rmcf->addrs.elts;
 
     for (i = 0; i < rmcf->addrs.nelts; i++) {
-        dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name.data,
-                                     addr[i].name.len);
+        dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name,
+                                     ngx_strlen(addr[i].name));
     }
 
     rmcf->deny_zone = shm_zone;

@@ -180,7 +180,7 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
                        sizeof(ngx_http_redis_ratelimit_zone_t))
         != NGX_OK
         || ngx_array_init(&conf->addrs, cf->pool, 1,
-                          sizeof(ngx_http_redis_ratelimit_addr_t))
+                          sizeof(rrl_engine_addr_t))
            != NGX_OK)
     {
         return NULL;

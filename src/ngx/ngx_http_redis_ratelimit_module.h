@@ -61,18 +61,9 @@ typedef struct {
 } ngx_http_redis_ratelimit_limit_t;
 
 
-/* an address of "redis_ratelimit_server", resolved at configuration */
-typedef struct {
-    ngx_str_t                    name;        /* as written */
-    u_char                      *host;        /* numeric, NUL-terminated */
-    in_port_t                    port;
-    u_char                      *unix_path;   /* unix: sockets, or NULL */
-} ngx_http_redis_ratelimit_addr_t;
-
-
 typedef struct {
     ngx_str_t                    server;      /* the first address */
-    ngx_array_t                  addrs;       /* of addr_t: server, seeds */
+    ngx_array_t                  addrs;       /* the engine's: server, seeds */
     rrl_engine_conf_t            engine;      /* but addrs, server and sha */
     ngx_msec_t                   timeout;     /* engine's, for the leases */
 
