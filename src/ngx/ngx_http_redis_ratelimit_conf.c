@@ -99,7 +99,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 
     ngx_int_t                          rc;
     ngx_str_t                         *value, s;
-    ngx_uint_t                         i;
+    ngx_uint_t                         i, settle;
     rrl_conf_t                         c;
     ngx_http_complex_value_t          *cv;
     ngx_http_redis_ratelimit_limit_t  *limit, *limits;
@@ -139,21 +139,17 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
             continue;
         }
 
+        /* cost=$VAR or settle=VALUE: the core says which */
+        settle = (c.u.limit.host_word == RRL_CONF_HOST_SETTLE);
+        ngx_http_redis_ratelimit_str(&s, settle ? &c.u.limit.settle
+                                                : &c.u.limit.variable);
+
         cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
         if (cv == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        /* cost=$VAR or settle=VALUE: the core says which */
-
-        if (c.u.limit.host_word == RRL_CONF_HOST_SETTLE) {
-            limit->settle = cv;
-            ngx_http_redis_ratelimit_str(&s, &c.u.limit.settle);
-
-        } else {
-            limit->cost_value = cv;
-            ngx_http_redis_ratelimit_str(&s, &c.u.limit.variable);
-        }
+        *(settle ? &limit->settle : &limit->cost_value) = cv;
 
         ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
 

@@ -19,31 +19,18 @@
 /* the text of a bad value, at most, in the log */
 #define NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT  32
 
-
 /*
  * At most once a second per worker, at warn, on a clock of their own: a
  * Redis outage's messages do not swallow them
  */
-
-static void
-ngx_http_redis_ratelimit_settle_warn(ngx_log_t *log, const char *fmt, ...)
-{
-    u_char         *p, msg[NGX_MAX_ERROR_STR];
-    va_list         args;
-    static time_t   last;
-
-    if (ngx_time() == last) {
-        return;
+#define ngx_http_redis_ratelimit_settle_warn(log, ...)                       \
+    if (ngx_time() != ngx_http_redis_ratelimit_settle_logged) {              \
+        ngx_http_redis_ratelimit_settle_logged = ngx_time();                 \
+        ngx_log_error(NGX_LOG_WARN, log, 0, __VA_ARGS__);                    \
     }
 
-    last = ngx_time();
 
-    va_start(args, fmt);
-    p = ngx_vslprintf(msg, msg + sizeof(msg), fmt, args);
-    va_end(args);
-
-    ngx_log_error(NGX_LOG_WARN, log, 0, "%*s", (size_t) (p - msg), msg);
-}
+static time_t  ngx_http_redis_ratelimit_settle_logged;
 
 
 /*
