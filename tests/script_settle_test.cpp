@@ -407,12 +407,11 @@ TEST_F(SettleTest, OverridesApply) {
 TEST_F(SettleTest, AnOverridesRemainingIsWithinTheZonesCapacity) {
     for (int algorithm : kAlgorithms) {
         SCOPED_TRACE(alg_name(algorithm));
-        Limit o = limit_of(algorithm, "rrl:{z:big}:" + alg_name(algorithm),
-                           10, 1000, 5);
+        Limit o = limit_of(algorithm, "rrl:{z:big}:" + alg_name(algorithm), 10,
+                           1000, 5);
         o.algorithm += RRL_OVERRIDES_SUFFIX;
-        set("rrl:{z:big}:limit", algorithm == RRL_LEAKY_BUCKET
-                                      ? "1000r/s burst=999"
-                                      : "1000r/s");
+        set("rrl:{z:big}:limit",
+            algorithm == RRL_LEAKY_BUCKET ? "1000r/s burst=999" : "1000r/s");
         LimitResult r = settle(kT, o, 5, 1, kT);
         EXPECT_EQ(r.passed, 1);
         EXPECT_LE(r.remaining, 10);
