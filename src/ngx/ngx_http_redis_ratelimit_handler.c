@@ -25,8 +25,6 @@ static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
@@ -43,6 +41,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     ngx_int_t                             rc, outcome;
     ngx_pool_cleanup_t                   *cln;
     ngx_http_redis_ratelimit_ctx_t       *ctx;
+    ngx_http_redis_ratelimit_waiter_t    *w;
     ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
 
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
@@ -58,7 +57,23 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         switch (ctx->state) {
 
         case NGX_HTTP_REDIS_RATELIMIT_WAITING:
-            return ngx_http_redis_ratelimit_wait(r, ctx);
+            if (r == ctx->owner) {
+                /* run again while parked: still waiting */
+                return NGX_AGAIN;
+            }
+
+            w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
+            if (w == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            w->request = r;
+            w->next = ctx->waiters;
+            ctx->waiters = w;
+
+            ngx_http_redis_ratelimit_park(r);
+
+            return NGX_AGAIN;
 
         case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
             if (r != ctx->owner) {
@@ -183,34 +198,6 @@ ngx_http_redis_ratelimit_delay_end(ngx_event_t *ev)
 
     ngx_http_redis_ratelimit_post_resume(r);
     ngx_http_run_posted_requests(c);
-}
-
-
-/* r waits for the call in flight of another request of its main request */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    ngx_http_redis_ratelimit_waiter_t  *w;
-
-    if (r == ctx->owner) {
-        /* run again while parked: still waiting */
-        return NGX_AGAIN;
-    }
-
-    w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
-    if (w == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    w->request = r;
-    w->next = ctx->waiters;
-    ctx->waiters = w;
-
-    ngx_http_redis_ratelimit_park(r);
-
-    return NGX_AGAIN;
 }
 
 
