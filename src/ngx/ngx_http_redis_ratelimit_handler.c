@@ -221,7 +221,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 {
     ngx_str_t                              key, cost;
     ngx_uint_t                             i, n, nkeys;
-    rrl_call_limit_t                      *call, *c;
+    rrl_call_limit_t                      *call;
     ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limits, **active;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -238,6 +238,8 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* passed with no cost=$VAR too */
+    ngx_str_null(&cost);
     nkeys = 0;
 
     for (i = 0; i < n; i++) {
@@ -251,23 +253,16 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             continue;
         }
 
-        c = &call[nkeys];
-        *c = zone->call;
-        c->cost = limits[i].cost;
-
-        if (limits[i].cost_value) {
-            if (ngx_http_complex_value(r, limits[i].cost_value, &cost)
-                != NGX_OK)
-            {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-
-            c->cost = rrl_cost_parse(cost.data, cost.len);
+        if (limits[i].cost_value
+            && ngx_http_complex_value(r, limits[i].cost_value, &cost)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        c->key = key.data;
-        c->key_len = key.len;
-        c->delay = limits[i].delay;
+        rrl_call_limit(&call[nkeys], &zone->call, limits[i].cost,
+                       limits[i].cost_value ? cost.data : NULL, cost.len,
+                       key.data, key.len, limits[i].delay);
 
         active[nkeys++] = &limits[i];
     }
