@@ -185,8 +185,9 @@ TEST(LeaseCallLearn, ARefusalAndAFailure) {
     EXPECT_EQ(e.renewing_until_us, 0);
 }
 
-// rrl_lease_settle(): a limit decided from a lease settles there while
-// that lease is the one alive; a charge needs its units there.
+// rrl_lease_settle(): a refund goes back into the lease that decided the
+// limit while it is alive; a charge takes what any lease of the key alive
+// holds, the rest to Redis.
 namespace {
 
 rrl_call_limit_t settling(std::uint64_t e, std::uint64_t a) {
@@ -218,21 +219,46 @@ TEST(LeaseSettle, ARefundGoesBackIntoTheLease) {
     EXPECT_EQ(e.used, 0u);
 }
 
-TEST(LeaseSettle, AChargeTakesItsUnitsWhenThere) {
+TEST(LeaseSettle, AChargeTakesWhatTheLeaseHolds) {
     rrl_call_limit_t l = settling(10, 50);
     rrl_lease_entry_t e = taken(l, 40);
     EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(e.used, 190u);
-    // not enough left: to Redis, nothing changed
+    EXPECT_EQ(l.settle_actual, 10u);  // all of D taken: A == E
+    // not enough left: what it holds, the rest (D - k) to Redis
+    l = settling(10, 50);
     e.units = 39;
     EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
-    EXPECT_EQ(e.units, 39u);
-    EXPECT_EQ(e.used, 190u);
+    EXPECT_EQ(e.units, 0u);
+    EXPECT_EQ(e.used, 229u);
+    EXPECT_EQ(l.settle_actual, 11u);
+    // none left: nothing changed
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(l.settle_actual, 11u);
+    EXPECT_EQ(e.used, 229u);
     // nothing to settle: settled
     rrl_call_limit_t same = settling(10, 10);
     EXPECT_EQ(rrl_lease_settle(&e, &same, kNow), 1);
-    EXPECT_EQ(e.units, 39u);
+    EXPECT_EQ(e.units, 0u);
+}
+
+// a charge of a request Redis decided takes from any lease of the key
+// alive: its units are counted in Redis already, using them up is exact
+TEST(LeaseSettle, AChargeTakesFromAnyLeaseAlive) {
+    rrl_call_limit_t l = settling(100, 130);
+    rrl_lease_entry_t e = taken(l, 120);
+    e.taken_at_us = kWall;  // another lease than the charge's
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(e.units, 90u);
+    EXPECT_EQ(e.used, 180u);
+    // but not an ended one, nor another zone's
+    l = settling(100, 130);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us), 0);
+    e.limit = 999;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(e.units, 90u);
+    EXPECT_EQ(l.settle_actual, 130u);
 }
 
 TEST(LeaseSettle, OnlyInTheSameLeaseAlive) {

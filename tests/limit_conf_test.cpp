@@ -305,14 +305,37 @@ TEST(LimitConf, DelayAgainstTheZone) {
 
     char err[RRL_CONF_ERR_MAX + 1];
     EXPECT_EQ(
-        rrl_limit_delay_check(2, RRL_LEAKY_BUCKET, 2, "z", 1, kLimit, err),
+        rrl_limit_check(1, 9, 2, RRL_LEAKY_BUCKET, 2, "z", 1, kLimit, err),
         RRL_OK);
     EXPECT_EQ(
-        rrl_limit_delay_check(3, RRL_TOKEN_BUCKET, 9, "z", 1, kLimit, err),
+        rrl_limit_check(1, 9, 3, RRL_TOKEN_BUCKET, 9, "z", 1, kLimit, err),
         RRL_ERROR);
     EXPECT_STREQ(err,
                  "\"delay=3\" is only valid with algorithm=leaky_bucket "
                  "(gcra), zone \"z\" uses token_bucket, in "
+                 "\"redis_ratelimit\" directive");
+}
+
+TEST(LimitConf, CostAgainstTheZone) {
+    EXPECT_EQ(rrl::limit_check(10, 10, RRL_DELAY_NONE, RRL_FIXED_WINDOW, 0, "z",
+                               kLimit),
+              "");
+    EXPECT_EQ(rrl::limit_check(0, 10, RRL_DELAY_NONE, RRL_FIXED_WINDOW, 0, "z",
+                               kLimit),
+              "");
+    EXPECT_EQ(rrl::limit_check(11, 10, 99, RRL_FIXED_WINDOW, 0, "z", kLimit),
+              "cost=11 is more than zone \"z\" can ever allow (10) in "
+              "\"redis_ratelimit\" directive");
+    // then delay=D's
+    EXPECT_EQ(rrl::limit_check(1, 10, 6, RRL_LEAKY_BUCKET, 5, "z", kLimit),
+              "\"delay=6\" is more than the burst (5) of zone \"z\" in "
+              "\"redis_ratelimit\" directive");
+    char err[RRL_CONF_ERR_MAX + 1];
+    EXPECT_EQ(rrl_limit_check(11, 10, RRL_DELAY_NONE, RRL_FIXED_WINDOW, 0, "z",
+                              1, kLimit, err),
+              RRL_ERROR);
+    EXPECT_STREQ(err,
+                 "cost=11 is more than zone \"z\" can ever allow (10) in "
                  "\"redis_ratelimit\" directive");
 }
 

@@ -54,6 +54,69 @@ TEST(SettleValue, NothingElse) {
     EXPECT_EQ(rrl_settle_value(nul, 3, &a), RRL_ERROR);
 }
 
+// rrl_settle_plan(): which limits settle, A, T, and what each counts.
+rrl_call_limit_t charged(uint64_t e, const char* key = "k") {
+    rrl_call_limit_t l =
+        rrl_test::call_limit("z", RRL_FIXED_WINDOW, 5, 60000, 0);
+    l.cost = e;
+    l.settle_at_us = 777;  // a lease decision's taken_at_us
+    rrl_test::set_key(l, key);
+    return l;
+}
+
+int plan(unsigned status, int leased, const rrl_call_limit_t& c,
+         const char* text, rrl_call_limit_t* out) {
+    rrl_call_limit_t zone =
+        rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
+    return rrl_settle_plan(status, leased, 5000, &zone, &c,
+                           reinterpret_cast<const unsigned char*>(text),
+                           text == nullptr ? 0 : std::strlen(text), out);
+}
+
+TEST(SettlePlan, SentWithTheZonesNumbersAndT) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    ASSERT_EQ(plan(RRL_STATUS_PASSED, 0, c, "30", &out), RRL_SETTLE_SEND);
+    EXPECT_EQ(out.limit, 10u);  // the zone's, not the override's
+    EXPECT_EQ(out.period_ms, 1000);
+    EXPECT_EQ(out.cost, 100u);
+    EXPECT_EQ(out.settle_actual, 30u);
+    EXPECT_EQ(out.settle_at_us, 5000);  // the reply's now
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.key), out.key_len),
+              "k");
+    // decided from a lease: T is the lease's
+    ASSERT_EQ(plan(RRL_STATUS_DELAYED, 1, c, "500", &out), RRL_SETTLE_SEND);
+    EXPECT_EQ(out.settle_at_us, 777);
+    EXPECT_EQ(out.settle_actual, 500u);
+    EXPECT_EQ(plan(RRL_STATUS_DELAYED_DRY_RUN, 0, c, "0", &out),
+              RRL_SETTLE_SEND);
+}
+
+TEST(SettlePlan, NothingToSendOrNoNumber) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "100", &out), RRL_SETTLE_SETTLED);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "", &out), RRL_SETTLE_FAILED);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, nullptr, &out), RRL_SETTLE_FAILED);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "12 tokens", &out),
+              RRL_SETTLE_FAILED);
+}
+
+TEST(SettlePlan, OnlyWhatRedisOrALeaseTook) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    for (unsigned status :
+         {0u, unsigned(RRL_STATUS_REJECTED),
+          unsigned(RRL_STATUS_REJECTED_DRY_RUN),
+          unsigned(RRL_STATUS_FAILED_OPEN), unsigned(RRL_STATUS_FAILED_CLOSED),
+          unsigned(RRL_STATUS_FAILED_LOCAL)}) {
+        EXPECT_EQ(plan(status, 0, c, "30", &out), RRL_SETTLE_NONE) << status;
+    }
+    // an empty key was not limited
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, charged(100, ""), "30", &out),
+              RRL_SETTLE_NONE);
+}
+
 rrl_call_limit_t settling(const char* zone, int algorithm, uint64_t e,
                           uint64_t a, int64_t t, const char* key) {
     rrl_call_limit_t l = rrl_test::call_limit(zone, algorithm, 10, 1000, 0);

@@ -275,12 +275,13 @@ int rrl_conf_word(rrl_conf_t* conf, const char* w, size_t len) noexcept {
     return guarded_step("rrl_conf_word", conf, word, {w, len});
 }
 
-int rrl_limit_delay_check(uint64_t delay, int algorithm, uint64_t burst,
-                          const char* zone, size_t zone_len,
-                          const char* directive, char* err) noexcept {
-    return guarded("rrl_limit_delay_check", RRL_ERROR, [&] {
-        return error_or_ok(rrl::limit_delay_check(delay, algorithm, burst,
-                                                  {zone, zone_len}, directive),
+int rrl_limit_check(uint64_t cost, uint64_t capacity, uint64_t delay,
+                    int algorithm, uint64_t burst, const char* zone,
+                    size_t zone_len, const char* directive,
+                    char* err) noexcept {
+    return guarded("rrl_limit_check", RRL_ERROR, [&] {
+        return error_or_ok(rrl::limit_check(cost, capacity, delay, algorithm,
+                                            burst, {zone, zone_len}, directive),
                            err);
     });
 }

@@ -79,6 +79,15 @@ int rrl_settle_value(const unsigned char* text, size_t len,
     return RRL_OK;
 }
 
+int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
+                    const rrl_call_limit_t* zone,
+                    const rrl_call_limit_t* charged, const unsigned char* text,
+                    size_t len, rrl_call_limit_t* out) noexcept {
+    return rrl::settle_plan(
+        status, leased != 0, redis_now_us, *zone, *charged,
+        {reinterpret_cast<const char*>(text), text == nullptr ? 0 : len}, *out);
+}
+
 size_t rrl_settle_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_settle_args_size", size_t{0}, [&] {
         std::vector<rrl::CallLimit> l;
@@ -163,7 +172,7 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
     return RRL_ERROR;
 }
 
-int rrl_lease_settle(rrl_lease_entry_t* entry, const rrl_call_limit_t* limit,
+int rrl_lease_settle(rrl_lease_entry_t* entry, rrl_call_limit_t* limit,
                      int64_t now_us) noexcept {
     rrl_lease_limit_t l = {limit->algorithm, limit->limit, limit->period_ms,
                            limit->burst,     limit->lease, limit->cost};

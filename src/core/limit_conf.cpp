@@ -99,6 +99,17 @@ std::string limit_delay_check(std::uint64_t delay, int algorithm,
     return "";
 }
 
+std::string limit_check(std::uint64_t cost, std::uint64_t capacity,
+                        std::uint64_t delay, int algorithm, std::uint64_t burst,
+                        std::string_view zone, std::string_view directive) {
+    if (cost > capacity) {
+        return "cost=" + std::to_string(cost) + " is more than zone " +
+               quoted(zone) + " can ever allow (" + std::to_string(capacity) +
+               ") in " + quoted(directive) + " directive";
+    }
+    return limit_delay_check(delay, algorithm, burst, zone, directive);
+}
+
 std::string fail_conf_word(FailConf& conf, std::string_view directive,
                            std::string_view word) {
     std::string_view* param;

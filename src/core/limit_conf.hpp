@@ -40,6 +40,12 @@ std::string limit_delay_check(std::uint64_t delay, int algorithm,
                               std::uint64_t burst, std::string_view zone,
                               std::string_view directive);
 
+// A limit against its zone (rrl_limit_check()): a constant cost within the
+// zone's capacity (a variable's is 0: checked per request), then delay=D.
+std::string limit_check(std::uint64_t cost, std::uint64_t capacity,
+                        std::uint64_t delay, int algorithm, std::uint64_t burst,
+                        std::string_view zone, std::string_view directive);
+
 struct FailConf {
     bool local = false;          // the mode is "local"
     std::string_view zone_word;  // "local_zone=NAME:SIZE", for the host

@@ -184,13 +184,15 @@ void rrl_zone_call_limit(const rrl_zone_conf_t *zone, const char *name,
     size_t name_len, rrl_call_limit_t *limit) RRL_NOEXCEPT;
 
 /*
- * delay=D of a limit against its zone, once both are known: RRL_OK, or
- * RRL_ERROR with a message in err (RRL_CONF_ERR_MAX + 1 bytes) that names
- * the directive; the caller adds FILE:LINE.
+ * A limit against its zone, once both are known: its constant cost (0: a
+ * variable's, checked per request) within the zone's capacity, delay=D
+ * with the zone's algorithm and burst. RRL_OK, or RRL_ERROR with a
+ * message in err (RRL_CONF_ERR_MAX + 1 bytes) that names the directive;
+ * the caller adds FILE:LINE.
  */
-int rrl_limit_delay_check(uint64_t delay, int algorithm, uint64_t burst,
-    const char *zone, size_t zone_len, const char *directive, char *err)
-    RRL_NOEXCEPT;
+int rrl_limit_check(uint64_t cost, uint64_t capacity, uint64_t delay,
+    int algorithm, uint64_t burst, const char *zone, size_t zone_len,
+    const char *directive, char *err) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,10 @@ extern "C" {
 #define RRL_SETTLE_SETTLED  0  /* refunded, charged, or nothing to settle */
 #define RRL_SETTLE_FAILED   1  /* no number, or Redis failed: E stays */
 
+/* a limit's plan (rrl_settle_plan()), besides SETTLED (A == E), FAILED */
+#define RRL_SETTLE_NONE    (-1)  /* not settled: Redis or a lease took none */
+#define RRL_SETTLE_SEND     2    /* A != E: to the key's lease, else Redis */
+
 /*
  * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
  * of decimal digits alone (no sign, blank or fraction) of at most
@@ -30,6 +34,20 @@ extern "C" {
 #define RRL_SETTLE_MAX  1000000000000ULL
 
 int rrl_settle_value(const unsigned char *text, size_t len, uint64_t *actual)
+    RRL_NOEXCEPT;
+
+/*
+ * The plan of a request's limit with settle=, its status RRL_STATUS_*: only
+ * the units Redis or a lease took (passed, delayed, the dry run's delay),
+ * of a limit with a key. *out: the limit to settle with its zone's numbers
+ * (zone: a batch names a zone once, not with an override's), the key and E
+ * of charged, A of text (settle=VALUE's value, rrl_settle_value()), T the
+ * reply's redis_now_us, or a lease decision's (leased: charged's
+ * settle_at_us). Returns an RRL_SETTLE_* (FAILED: not a number).
+ */
+int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
+    const rrl_call_limit_t *zone, const rrl_call_limit_t *charged,
+    const unsigned char *text, size_t len, rrl_call_limit_t *out)
     RRL_NOEXCEPT;
 
 /*
@@ -70,13 +88,15 @@ int rrl_settle(rrl_engine_t *engine, const char *sha, size_t sha_len,
     int64_t sent_us, rrl_settled_pt settled, void *arg) RRL_NOEXCEPT;
 
 /*
- * A limit of a lease zone decided from its lease (limit->settle_at_us is
- * the lease's taken_at_us): settled in the entry when that is exact: the
- * same lease alive at now_us (taken_at_us equal, now_us < lease_end_us,
- * the zone's numbers), and for a charge (A > E) A - E units left in it.
- * Returns 1 when settled there (units and used changed), 0: go to Redis.
+ * A limit of a lease zone, settled in the key's entry where exact. A
+ * refund (A < E): into the lease that decided it (limit->settle_at_us is
+ * the lease's taken_at_us) while alive at now_us (now_us < lease_end_us,
+ * the zone's numbers). A charge (A > E), whatever decided the request:
+ * k = min(A - E, units) from any lease alive (units -= k, used += k,
+ * limit->settle_actual -= k). Returns 1 when settled there (A == E, or
+ * k == A - E), 0: the rest goes to Redis.
  */
-int rrl_lease_settle(rrl_lease_entry_t *entry, const rrl_call_limit_t *limit,
+int rrl_lease_settle(rrl_lease_entry_t *entry, rrl_call_limit_t *limit,
     int64_t now_us) RRL_NOEXCEPT;
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "rrl_decision.h"
 #include "rrl_settle.h"
 
 namespace rrl {
@@ -25,6 +26,29 @@ std::optional<std::uint64_t> settle_value(std::string_view text) {
         if (value > RRL_SETTLE_MAX) return std::nullopt;
     }
     return value;
+}
+
+int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
+                const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
+                std::string_view text, rrl_call_limit_t& out) {
+    // a rejection, a cached one, a failure or a local decision took none
+    if ((status != RRL_STATUS_PASSED && status != RRL_STATUS_DELAYED &&
+         status != RRL_STATUS_DELAYED_DRY_RUN) ||
+        charged.key_len == 0) {
+        return RRL_SETTLE_NONE;
+    }
+
+    auto actual = settle_value(text);
+    if (!actual) return RRL_SETTLE_FAILED;
+    if (*actual == charged.cost) return RRL_SETTLE_SETTLED;
+
+    out = zone;
+    out.key = charged.key;
+    out.key_len = charged.key_len;
+    out.cost = charged.cost;
+    out.settle_actual = *actual;
+    out.settle_at_us = leased ? charged.settle_at_us : redis_now_us;
+    return RRL_SETTLE_SEND;
 }
 
 std::string settle_cost(const CallLimit& limit) {

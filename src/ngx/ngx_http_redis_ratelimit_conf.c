@@ -102,7 +102,7 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_uint_t                         i, settle;
     rrl_conf_t                         c;
     ngx_http_complex_value_t          *cv;
-    ngx_http_redis_ratelimit_limit_t  *limit, *limits;
+    ngx_http_redis_ratelimit_limit_t  *limit;
     ngx_http_compile_complex_value_t   ccv;
 
     value = cf->args->elts;
@@ -169,21 +169,6 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_str(&limit->zone_name, &c.u.limit.zone_name);
     limit->cost = (ngx_uint_t) c.u.limit.cost;
     limit->delay = c.u.limit.delay;
-
-    limits = rlcf->limits.elts;
-
-    for (i = 0; i < rlcf->limits.nelts - 1; i++) {
-        if (limits[i].zone_name.len == limit->zone_name.len
-            && ngx_strncmp(limits[i].zone_name.data, limit->zone_name.data,
-                           limit->zone_name.len)
-               == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "zone \"%V\" is duplicate in \"%V\" "
-                               "directive", &limit->zone_name, &cmd->name);
-            return NGX_CONF_ERROR;
-        }
-    }
 
     return NGX_CONF_OK;
 }
@@ -288,7 +273,7 @@ ngx_int_t
 ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
 {
     char                                   err[RRL_CONF_ERR_MAX + 1];
-    ngx_uint_t                             i;
+    ngx_uint_t                             i, j;
     ngx_http_redis_ratelimit_limit_t      *limit;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
@@ -314,30 +299,29 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
             return NGX_ERROR;
         }
 
+        for (j = 0; j < i; j++) {
+            if (limit[j].zone == limit[i].zone) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "zone \"%V\" is duplicate in "
+                              "\"redis_ratelimit\" directive in %s:%ui",
+                              &limit[i].zone_name,
+                              limit[i].file, limit[i].line);
+                return NGX_ERROR;
+            }
+        }
+
         /* the zone's settlements are shown; a log-phase handler settles */
         if (limit[i].settle) {
             limit[i].zone->settle = 1;
             rmcf->settle = 1;
         }
 
-        if (limit[i].cost_value == NULL
-            && limit[i].cost > limit[i].zone->capacity)
-        {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "cost=%ui is more than zone \"%V\" can ever allow "
-                          "(%ui) in \"redis_ratelimit\" directive in %s:%ui",
-                          limit[i].cost, &limit[i].zone_name,
-                          limit[i].zone->capacity, limit[i].file,
-                          limit[i].line);
-            return NGX_ERROR;
-        }
-
-        if (rrl_limit_delay_check(limit[i].delay,
-                                  limit[i].zone->call.algorithm,
-                                  limit[i].zone->call.burst,
-                                  (char *) limit[i].zone_name.data,
-                                  limit[i].zone_name.len, "redis_ratelimit",
-                                  err)
+        if (rrl_limit_check(limit[i].cost_value ? 0 : limit[i].cost,
+                            limit[i].zone->capacity, limit[i].delay,
+                            limit[i].zone->call.algorithm,
+                            limit[i].zone->call.burst,
+                            (char *) limit[i].zone_name.data,
+                            limit[i].zone_name.len, "redis_ratelimit", err)
             != RRL_OK)
         {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %s:%ui", err,

@@ -15,7 +15,6 @@
 #include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_lease_call.h"
 #include "rrl_metrics_count.h"
-#include "rrl_settle.h"
 
 
 static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
@@ -199,32 +198,3 @@ ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     }
 }
 
-
-/* settle=: a limit decided from the lease of key, settled there if exact */
-
-ngx_uint_t
-ngx_http_redis_ratelimit_lease_settle(ngx_str_t *key,
-    const rrl_call_limit_t *limit)
-{
-    int64_t                                now;
-    ngx_uint_t                             settled;
-    ngx_http_redis_ratelimit_shm_t        *shm;
-    ngx_http_redis_ratelimit_shm_node_t   *sn;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
-
-    /* a request decided from leases: there is a table */
-    rmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
-                                               ngx_http_redis_ratelimit_module);
-    shm = rmcf->lease_zone->data;
-    now = ngx_http_redis_ratelimit_clock();
-
-    ngx_http_redis_ratelimit_shm_lock(shm);
-
-    sn = ngx_http_redis_ratelimit_shm_lookup(shm, key);
-    settled = sn && rrl_lease_settle((rrl_lease_entry_t *) sn->entry, limit,
-                                     now);
-
-    ngx_http_redis_ratelimit_shm_unlock(shm);
-
-    return settled;
-}

@@ -266,9 +266,7 @@ ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply)
                                    (rr && rr->type == REDIS_REPLY_ERROR)
                                    ? rr->str : NULL, rr ? rr->len : 0);
 
-    if (kind >= 0) {
-        (void) ngx_atomic_fetch_add(&sh->errors[kind], 1);
-    }
+    ngx_http_redis_ratelimit_metrics_error(kind);
 }
 
 

@@ -325,12 +325,28 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
 static ngx_int_t
 ngx_http_redis_ratelimit_init(ngx_conf_t *cf)
 {
+    ngx_http_handler_pt                   *h;
+    ngx_http_core_main_conf_t             *cmcf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
     rrl_set_logger(ngx_http_redis_ratelimit_core_log, NULL);
 
-    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK
-        || ngx_http_redis_ratelimit_settle_init(cf) != NGX_OK)
-    {
+    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK) {
         return NGX_ERROR;
+    }
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_redis_ratelimit_module);
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* settle=: after the request, when some limit has it */
+    if (rmcf->settle) {
+        h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        *h = ngx_http_redis_ratelimit_settle_handler;
     }
 
     return ngx_http_redis_ratelimit_headers_init(cf);

@@ -227,9 +227,6 @@ ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 /* Redis's decoded reply: its grants; NGX_OK: refused, then decided anew */
 ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/* settle=: a limit decided from the lease of key; 1: settled there */
-ngx_uint_t ngx_http_redis_ratelimit_lease_settle(ngx_str_t *key,
-    const rrl_call_limit_t *limit);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
@@ -257,7 +254,7 @@ ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
 /* keeps the limits that rejected the request in Redis's decoded reply */
 void ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/* one limit's result in Redis (of its Redis key), kept if a rejection */
+/* one limit's result in Redis, kept if a rejection; key NULL: built */
 void ngx_http_redis_ratelimit_deny_keep(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_uint_t dry_run, ngx_str_t *key, const rrl_call_limit_t *call,
     const rrl_limit_result_t *result, int64_t sent);
@@ -284,7 +281,7 @@ void ngx_http_redis_ratelimit_metrics_gauges(
     ngx_http_redis_ratelimit_gauges_pt gauges);
 
 /* settle: the log phase of settle=VALUE, when some limit has it */
-ngx_int_t ngx_http_redis_ratelimit_settle_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);

@@ -12,6 +12,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
+#include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_metrics_count.h"
 #include "rrl_settle.h"
 
@@ -34,7 +35,7 @@ static time_t  ngx_http_redis_ratelimit_settle_logged;
 
 
 /*
- * No request here: it may have gone. arg: the location's conf, then the
+ * No request here: it may have gone. arg: the location's dry_run, then the
  * zones of the limits sent, freed here. A debt is learned as a rejection.
  */
 
@@ -57,18 +58,15 @@ ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
                                                results ? RRL_SETTLE_SETTLED
                                                        : RRL_SETTLE_FAILED);
         if (results == NULL) {
-            if (error_len == 0) {
-                error = "not made";
-                error_len = sizeof("not made") - 1;
-            }
-
             ngx_http_redis_ratelimit_settle_warn(ngx_cycle->log,
-                                  "redis_ratelimit: settlement in zone "
-                                  "\"%V\" dropped: %*s", &zone->name,
-                                  error_len, error);
+                              "redis_ratelimit: settlement in zone \"%V\" "
+                              "dropped: %*s", &zone->name,
+                              error_len ? error_len : sizeof("not made") - 1,
+                              error_len ? error : "not made");
             continue;
         }
 
+        /* a debt, with the key Redis knows, as the cache does */
         key.data = results[i].passed ? NULL
                    : ngx_alloc(rrl_key_max_len(zone->name.len),
                                ngx_cycle->log);
@@ -76,16 +74,11 @@ ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
             continue;
         }
 
-        /* the key Redis knows, as the cache does */
         key.len = rrl_key_build((char *) key.data, (char *) zone->name.data,
                                 zone->name.len, limits[i].algorithm,
                                 limits[i].key, limits[i].key_len);
-        if (key.len) {
-            ngx_http_redis_ratelimit_deny_keep(zone,
-                  ((ngx_http_redis_ratelimit_loc_conf_t *) confs[0])->dry_run,
-                  &key, &limits[i], &results[i], sent_us);
-        }
-
+        ngx_http_redis_ratelimit_deny_keep(zone, (ngx_uint_t) confs[0], &key,
+                                           &limits[i], &results[i], sent_us);
         ngx_free(key.data);
     }
 
@@ -93,31 +86,27 @@ ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
 {
     size_t                                 n;
+    ngx_int_t                              rc;
     ngx_str_t                              key, text;
     ngx_uint_t                             i;
     void                                 **confs;
-    rrl_call_limit_t                      *send, *c;
+    rrl_call_limit_t                      *send;
+    ngx_http_redis_ratelimit_shm_t        *shm;
     ngx_http_redis_ratelimit_ctx_t        *ctx;
-    ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limit;
+    ngx_http_redis_ratelimit_shm_node_t   *sn;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
 
-    /*
-     * Once per main request, its client gone too (499); only the units
-     * that Redis or a lease took: the request passed there (a dry run's
-     * rejection, a cached one, a failure or a local decision took none)
-     */
-
+    /* once per main request, its client gone too (499); values: a call */
     if (r != r->main || ctx == NULL || ctx->settled
-        || (ctx->status != RRL_STATUS_PASSED
-            && ctx->status != RRL_STATUS_DELAYED
-            && ctx->status != RRL_STATUS_DELAYED_DRY_RUN))
+        || ctx->result.values == NULL)
     {
         return NGX_OK;
     }
@@ -132,63 +121,61 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    confs[0] = ctx->conf;
+    confs[0] = (void *) ctx->conf->dry_run;
 
     for (i = 0, n = 0; i < ctx->nlimits; i++) {
         limit = ctx->limits[i];
-        zone = limit->zone;
 
         if (limit->settle == NULL) {
             continue;
         }
 
         if (ngx_http_complex_value(r, limit->settle, &text) != NGX_OK) {
-            ngx_str_set(&text, "");
+            ngx_str_null(&text);
         }
 
-        /* the zone's numbers, as a batch has them: not an override's */
-        c = &send[n];
-        *c = zone->call;
-        c->key = ctx->call_limits[i].key;
-        c->key_len = ctx->call_limits[i].key_len;
-        c->cost = ctx->call_limits[i].cost;
-        c->settle_at_us = ctx->call_limits[i].settle_at_us;
+        rc = rrl_settle_plan(ctx->status, ctx->leased, ctx->result.values[1],
+                             &limit->zone->call, &ctx->call_limits[i],
+                             text.data, text.len, &send[n]);
 
-        if (rrl_settle_value(text.data, text.len, &c->settle_actual)
-            != RRL_OK)
-        {
-            ngx_http_redis_ratelimit_metrics_count(zone,
-                                                   RRL_METRICS_ZONE_SETTLE,
-                                                   RRL_SETTLE_FAILED);
+        /* a lease's units first (rrl_lease_settle()) */
+        if (rc == RRL_SETTLE_SEND && limit->zone->lease) {
+            key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+            key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+            shm = rmcf->lease_zone->data;
+
+            ngx_http_redis_ratelimit_shm_lock(shm);
+
+            sn = ngx_http_redis_ratelimit_shm_lookup(shm, &key);
+            if (sn && rrl_lease_settle((rrl_lease_entry_t *) sn->entry,
+                                       &send[n],
+                                       ngx_http_redis_ratelimit_clock()))
+            {
+                rc = RRL_SETTLE_SETTLED;
+            }
+
+            ngx_http_redis_ratelimit_shm_unlock(shm);
+        }
+
+        if (rc == RRL_SETTLE_FAILED) {
             ngx_http_redis_ratelimit_settle_warn(r->connection->log,
                                   "redis_ratelimit: settle=%V of zone \"%V\" "
                                   "is \"%*s\": not a number, the estimate "
                                   "%uL stays charged", &limit->settle->value,
-                                  &zone->name,
+                                  &limit->zone->name,
                                   ngx_min(text.len,
                                         NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT),
-                                  text.data, c->cost);
-            continue;
+                                  text.data, ctx->call_limits[i].cost);
         }
 
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        if (rc == RRL_SETTLE_SEND) {
+            confs[1 + n++] = limit->zone;
 
-        if (c->settle_actual == c->cost
-            || (ctx->leased && ngx_http_redis_ratelimit_lease_settle(&key, c)))
-        {
-            ngx_http_redis_ratelimit_metrics_count(zone,
+        } else {
+            ngx_http_redis_ratelimit_metrics_count(limit->zone,
                                                    RRL_METRICS_ZONE_SETTLE,
-                                                   RRL_SETTLE_SETTLED);
-            continue;
+                                                   (int) rc);
         }
-
-        /* T: Redis's time of the charge (a lease's: set by the core) */
-        if (!ctx->leased) {
-            c->settle_at_us = ctx->result.values[1];
-        }
-
-        confs[1 + n++] = zone;
     }
 
     if (n == 0) {
@@ -196,38 +183,10 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
-
     (void) rrl_settle(ngx_http_redis_ratelimit_engine(),
                       (char *) rmcf->script_sha1.data, rmcf->script_sha1.len,
                       send, (const void *const *) &confs[1], n,
                       ngx_http_redis_ratelimit_clock(),
                       ngx_http_redis_ratelimit_settled, confs);
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_redis_ratelimit_settle_init(ngx_conf_t *cf)
-{
-    ngx_http_handler_pt                   *h;
-    ngx_http_core_main_conf_t             *cmcf;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
-
-    rmcf = ngx_http_conf_get_module_main_conf(cf,
-                                              ngx_http_redis_ratelimit_module);
-    if (!rmcf->settle) {
-        return NGX_OK;
-    }
-
-    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
-
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    *h = ngx_http_redis_ratelimit_settle_handler;
-
     return NGX_OK;
 }

@@ -1,7 +1,7 @@
 
 /*
  * The variables ($redis_ratelimit_status, _remaining, _reset, _zone, _rtt,
- * _delay, _cost), read from the main request's context; their values are the core's.
+ * _delay, _cost), read from the main request's context; the core's values.
  */
 
 
