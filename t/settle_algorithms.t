@@ -17,7 +17,9 @@
 #   that answers 2 s late): a fixed window drops the refund and charges
 #   the current window; a sliding window settles the count of the
 #   request's window, as the state's current one or, once a request of the
-#   next window moved the state on, as its prev.
+#   next window moved the state on, as its prev;
+# - overrides=on: a key's rate override is what its settlement uses; an
+#   unlimited key's settlement changes nothing.
 
 use strict;
 use warnings;
@@ -64,6 +66,7 @@ http {
 %%ZONES%%
     redis_ratelimit_zone $arg_key zone=fwe rate=1000r/4s algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=swe rate=1000r/4s algorithm=sliding_window;
+    redis_ratelimit_zone $arg_key zone=ov rate=1000r/h algorithm=fixed_window overrides=on;
 
     server {
         listen 127.0.0.1:%%PORT%%;
@@ -81,6 +84,14 @@ http {
         }
         location /swe/ {
             redis_ratelimit zone=swe cost=100 settle=$upstream_http_x_usage_total_tokens;
+            %%UP%%
+        }
+        location /ov/ {
+            redis_ratelimit zone=ov cost=100 settle=$upstream_http_x_usage_total_tokens;
+            %%UP%%
+        }
+        location /ov-c/ {
+            redis_ratelimit zone=ov cost=100;
             %%UP%%
         }
         location /swe-1/ {
@@ -194,6 +205,26 @@ for my $a (@algorithms) {
         'leaky_bucket: refunded to now: no state left');
     $r = $n->get('/lb-c/?key=zero');
     is($r->{h}{'x-ratelimit-remaining'}, 900, 'leaky_bucket: the next sees 900');
+}
+
+###########################################################################
+# overrides=on: the key's override applies to its settlement
+
+{
+    $t->redis('SET', 'rrl:{ov:rate}:limit', '2000r/h');
+    $t->redis('SET', 'rrl:{ov:unl}:limit', 'unlimited');
+    my $r = $n->get('/ov/?key=rate&usage=30');
+    is($r->{h}{'x-ratelimit-limit'}, 2000, 'override rate: its limit applies');
+    $r = $n->get('/ov/?key=unl&usage=500');
+    is($r->{status}, 200, 'override unlimited: passes');
+    ok(wait_settled('ov', 2), 'overrides: settled');
+    is(counts('ov'), '2 0', 'overrides: 2 settled, none failed');
+    is($t->redis('GET', 'rrl:{ov:rate}:fw'), "$w:30", 'override rate: refunded to 30');
+    $r = $n->get('/ov-c/?key=rate');
+    is($r->{h}{'x-ratelimit-remaining'}, 1870, 'override rate: the next sees 1870');
+    is($t->redis('EXISTS', 'rrl:{ov:unl}:fw'), 0,
+        'override unlimited: nothing settled, no state');
+    is($n->get('/ov-c/?key=unl')->{status}, 200, 'override unlimited: the next passes');
 }
 
 ###########################################################################
