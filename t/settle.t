@@ -25,6 +25,7 @@
 #   this nginx without EVALSHA ("(cached)");
 # - several limits on one request: each settled with its own value, one
 #   without settle= untouched, one failing while the other settles;
+# - a limit with an empty key is not settled;
 # - a client that aborts mid-response (499): the settlement still happens.
 
 use strict;
@@ -60,6 +61,7 @@ http {
     redis_ratelimit_zone $arg_key zone=m3 rate=1000r/h algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=ab rate=1000r/h algorithm=fixed_window;
     redis_ratelimit_zone $arg_key zone=plain rate=1000r/h algorithm=fixed_window;
+    redis_ratelimit_zone $arg_ek zone=ek rate=1000r/h algorithm=fixed_window;
 
     log_format settle '$uri?key=$arg_key $status $redis_ratelimit_status '
         'cost=$redis_ratelimit_cost usage=$upstream_http_x_usage_total_tokens';
@@ -103,6 +105,11 @@ http {
             redis_ratelimit zone=fw cost=100 settle=$upstream_http_x_usage_total_tokens;
             redis_ratelimit zone=m2 cost=10 settle=$arg_act;
             redis_ratelimit zone=m3 cost=5;
+            proxy_pass http://127.0.0.1:%%PORT_1%%/;
+        }
+        location /ek/ {
+            redis_ratelimit zone=fw cost=100 settle=$upstream_http_x_usage_total_tokens;
+            redis_ratelimit zone=ek cost=10 settle=$arg_act;
             proxy_pass http://127.0.0.1:%%PORT_1%%/;
         }
         location /ab/ {
@@ -403,6 +410,24 @@ sub log_line {
 }
 
 ###########################################################################
+# a limit with an empty key is not settled
+
+{
+    my ($s0, $f0) = settlements('fw');
+    my $r = $n->get('/s/?usage=30');
+    is($r->{h}{'x-rl-status'}, 'PASSED', 'empty key: PASSED');
+    my $r2 = $n->get('/ek/?key=ek1&usage=30&act=25');
+    is($r2->{h}{'x-rl-status'}, 'PASSED', 'one key empty of two: PASSED');
+    ok(wait_settled('fw', $s0 + $f0 + 1), 'one key empty of two: settled');
+    sleep 0.3;
+    is(counts('fw'), ($s0 + 1) . " $f0",
+        'empty key: not settled; the other request\'s fw limit settled');
+    is(counts('ek'), '0 0', 'the limit with an empty key: not settled');
+    is(fw_count('fw', 'ek1'), 30, 'one key empty of two: fw settled to 30');
+    is(scalar(() = $t->redis('KEYS', 'rrl:{ek:*')), 0, 'no state for an empty key');
+}
+
+###########################################################################
 # metrics: the family's HELP and TYPE
 
 {
@@ -413,9 +438,9 @@ sub log_line {
         'metrics: a counter');
     my @zones = sort map { /zone="([^"]+)",result="settled"/ ? $1 : () }
         grep { /^redis_ratelimit_settlements_total\{/ } keys %$m;
-    is("@zones", 'ab dc dr fw m2 tb', 'metrics: the zones with settle=');
+    is("@zones", 'ab dc dr ek fw m2 tb', 'metrics: the zones with settle=');
     my @series = grep { /^redis_ratelimit_settlements_total\{/ } keys %$m;
-    is(scalar @series, 12, 'metrics: two series a zone');
+    is(scalar @series, 14, 'metrics: two series a zone');
 }
 
 ###########################################################################
