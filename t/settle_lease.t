@@ -184,8 +184,11 @@ sub until_rejected {
         last if $n->get('/lt/?key=c&usage=30')->{status} != 200;
         $passed++;
     }
-    ok($passed >= 20 && $passed <= 32,
-        "token_bucket: $passed pass of 1000 at 30 net (at most 31 and what refilled)");
+    # more than 10 (the refunds count), at most 31 and what refilled; a
+    # token bucket's leases end after 100 ms and their units come back
+    # capped by what is held (the strict side): fewer than the windows'
+    ok($passed > 10 && $passed <= 32,
+        "token_bucket: $passed pass of 1000 at 30 net (11 to 32)");
     ok(wait_counts('lt', "$passed 0"), "token_bucket: $passed settled, none failed")
         or diag(counts('lt'));
     my ($tokens) = split /:/, $t->redis('GET', 'rrl:{lt:c}:tb');
