@@ -512,6 +512,11 @@ if settling or settles then
     local e = at + 2
     for i = 1, #limits do
       local l = limits[i]
+      -- the zone's capacity (an override may be larger): the module
+      -- takes no remaining above it, and the reply only tells a debt
+      local capacity = l.limit + l.burst
+      if l.overrides == 'token_bucket' then capacity = l.burst end
+      if l.overrides == 'leaky_bucket' then capacity = l.burst + 1 end
       local kind = l.overrides and override(l) or 0
       -- unlimited, block: the charge took nothing
       if kind ~= 2 and kind ~= 3 and l.actual ~= l.estimate then
@@ -520,6 +525,7 @@ if settling or settles then
       local ok, remaining, reset, retry
       if l.overrides then
         ok, remaining, reset, retry = check_override(l, now, kind)
+        remaining = math.min(remaining, capacity)
       else
         ok, remaining, reset, retry = l.algorithm.check(l, now)
       end

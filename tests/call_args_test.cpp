@@ -396,3 +396,48 @@ TEST(CallReplyDecodeLease, TheNarrowRepliesLeaveNoGrant) {
 }
 
 }  // namespace
+
+TEST(CallLimit, TheZonesWithTheRequestsCostKeyAndDelay) {
+    auto zone = limit("A", RRL_TOKEN_BUCKET, 5, 1000, 7, 1, "");
+    zone.overrides = 1;
+    zone.lease = 20;
+    const unsigned char key[] = "client";
+    rrl_call_limit_t l;
+    std::memset(&l, 0xff, sizeof(l));
+
+    rrl_call_limit(&l, &zone, 3, nullptr, 0, key, 6, 250);
+
+    EXPECT_EQ(std::string(l.zone, l.zone_len), "A");
+    EXPECT_EQ(l.algorithm, RRL_TOKEN_BUCKET);
+    EXPECT_EQ(l.limit, 5u);
+    EXPECT_EQ(l.period_ms, 1000u);
+    EXPECT_EQ(l.burst, 7u);
+    EXPECT_EQ(l.overrides, 1);
+    EXPECT_EQ(l.lease, 20u);
+    EXPECT_EQ(l.cost, 3u);
+    EXPECT_EQ(l.key, key);
+    EXPECT_EQ(l.key_len, 6u);
+    EXPECT_EQ(l.delay, 250u);
+    EXPECT_EQ(l.lease_want, 0u);
+    EXPECT_EQ(l.settle_actual, 0u);
+}
+
+TEST(CallLimit, ACostValueIsParsedAsCostEqualsVarIs) {
+    auto zone = limit("A", RRL_FIXED_WINDOW, 5, 1000, 0, 1, "");
+    const unsigned char key[] = "k";
+    rrl_call_limit_t l;
+
+    const char* texts[] = {"4", "", "x", "-1", "0", "2000000001"};
+    for (const char* text : texts) {
+        size_t len = std::strlen(text);
+        rrl_call_limit(&l, &zone, 9,
+                       reinterpret_cast<const unsigned char*>(text), len, key,
+                       1, RRL_DELAY_NONE);
+        EXPECT_EQ(
+            l.cost,
+            rrl_cost_parse(reinterpret_cast<const unsigned char*>(text), len))
+            << text;
+        EXPECT_NE(l.cost, 9u) << text;
+    }
+    EXPECT_EQ(l.delay, RRL_DELAY_NONE);
+}

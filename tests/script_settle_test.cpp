@@ -401,6 +401,24 @@ TEST_F(SettleTest, OverridesApply) {
     EXPECT_EQ(settle(kT, o, 60, 0, kT).remaining, 140);
 }
 
+// An override larger than the zone's rate: the reply's remaining stays
+// within the zone's capacity, which is all the module's decoder takes (the
+// reply only tells a debt; the module checks remaining against the zone).
+TEST_F(SettleTest, AnOverridesRemainingIsWithinTheZonesCapacity) {
+    for (int algorithm : kAlgorithms) {
+        SCOPED_TRACE(alg_name(algorithm));
+        Limit o = limit_of(algorithm, "rrl:{z:big}:" + alg_name(algorithm), 10,
+                           1000, 5);
+        o.algorithm += RRL_OVERRIDES_SUFFIX;
+        set("rrl:{z:big}:limit",
+            algorithm == RRL_LEAKY_BUCKET ? "1000r/s burst=999" : "1000r/s");
+        LimitResult r = settle(kT, o, 5, 1, kT);
+        EXPECT_EQ(r.passed, 1);
+        EXPECT_LE(r.remaining, 10);
+        EXPECT_GE(r.remaining, 9);
+    }
+}
+
 // A lease zone settles as its algorithm; token_bucket's held units stay
 // held: a refund never lifts the tokens above burst - held.
 TEST_F(SettleTest, LeaseZonesSettleAsTheirAlgorithm) {

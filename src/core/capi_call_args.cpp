@@ -11,6 +11,17 @@
 
 using rrl::capi::guarded;
 
+void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
+                    uint64_t cost, const unsigned char* cost_text,
+                    size_t cost_len, const unsigned char* key, size_t key_len,
+                    uint64_t delay) noexcept {
+    *limit = *zone;
+    limit->cost = cost_text ? rrl_cost_parse(cost_text, cost_len) : cost;
+    limit->key = key;
+    limit->key_len = key_len;
+    limit->delay = delay;
+}
+
 size_t rrl_call_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_call_args_size", size_t{0}, [&] {
         std::vector<rrl::CallLimit> l;

@@ -82,6 +82,15 @@ typedef struct {
 /* "nodelay", the default: delay=B, never delays */
 #define RRL_DELAY_NONE  UINT64_MAX
 
+/*
+ * A request's limit: its zone's (zone, as configured), with the cost (the
+ * evaluated cost=$VAR's text as rrl_cost_parse() reads it; NULL: cost),
+ * the key and delay given; the rest as the zone's.
+ */
+void rrl_call_limit(rrl_call_limit_t *limit, const rrl_call_limit_t *zone,
+    uint64_t cost, const unsigned char *cost_text, size_t cost_len,
+    const unsigned char *key, size_t key_len, uint64_t delay) RRL_NOEXCEPT;
+
 /* the integers of the script's reply to a check of these limits */
 size_t rrl_reply_values(const rrl_call_limit_t *limits, size_t n)
     RRL_NOEXCEPT;

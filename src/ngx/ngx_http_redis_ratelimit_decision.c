@@ -168,25 +168,20 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     zone = ctx->limits[ctx->decision.reported]->zone;
     limit = &ctx->call_limits[ctx->decision.reported];
 
-    /* twice: its length, then the message */
+    /* its length first, then the message */
 
-    for (p = NULL, len = 0; /* void */; /* void */) {
-        len = rrl_rejection_message((char *) p, len, ctx->conf->dry_run,
-                                    outcome, limit, (char *) zone->rate.data,
-                                    zone->rate.len, ctx->decision.retry_after);
-        if (p || len == 0) {
-            break;
-        }
+    len = rrl_rejection_message(NULL, 0, ctx->conf->dry_run, outcome, limit,
+                                (char *) zone->rate.data, zone->rate.len,
+                                ctx->decision.retry_after);
 
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return;
-        }
-    }
-
-    if (len == 0) {
+    p = ngx_pnalloc(r->pool, len);
+    if (len == 0 || p == NULL) {
         return;
     }
+
+    (void) rrl_rejection_message((char *) p, len, ctx->conf->dry_run, outcome,
+                                 limit, (char *) zone->rate.data,
+                                 zone->rate.len, ctx->decision.retry_after);
 
     ngx_log_error(ctx->conf->log_level, r->connection->log, 0, "%*s",
                   len, p);

@@ -25,8 +25,6 @@ static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx);
-static ngx_int_t ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
 static void ngx_http_redis_ratelimit_park(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_apply(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
@@ -43,6 +41,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
     ngx_int_t                             rc, outcome;
     ngx_pool_cleanup_t                   *cln;
     ngx_http_redis_ratelimit_ctx_t       *ctx;
+    ngx_http_redis_ratelimit_waiter_t    *w;
     ngx_http_redis_ratelimit_loc_conf_t  *rlcf;
 
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
@@ -58,7 +57,23 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         switch (ctx->state) {
 
         case NGX_HTTP_REDIS_RATELIMIT_WAITING:
-            return ngx_http_redis_ratelimit_wait(r, ctx);
+            if (r == ctx->owner) {
+                /* run again while parked: still waiting */
+                return NGX_AGAIN;
+            }
+
+            w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
+            if (w == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            w->request = r;
+            w->next = ctx->waiters;
+            ctx->waiters = w;
+
+            ngx_http_redis_ratelimit_park(r);
+
+            return NGX_AGAIN;
 
         case NGX_HTTP_REDIS_RATELIMIT_DECIDED:
             if (r != ctx->owner) {
@@ -186,34 +201,6 @@ ngx_http_redis_ratelimit_delay_end(ngx_event_t *ev)
 }
 
 
-/* r waits for the call in flight of another request of its main request */
-
-static ngx_int_t
-ngx_http_redis_ratelimit_wait(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
-{
-    ngx_http_redis_ratelimit_waiter_t  *w;
-
-    if (r == ctx->owner) {
-        /* run again while parked: still waiting */
-        return NGX_AGAIN;
-    }
-
-    w = ngx_palloc(r->pool, sizeof(ngx_http_redis_ratelimit_waiter_t));
-    if (w == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    w->request = r;
-    w->next = ctx->waiters;
-    ctx->waiters = w;
-
-    ngx_http_redis_ratelimit_park(r);
-
-    return NGX_AGAIN;
-}
-
-
 /* a reference on the main request until ngx_http_redis_ratelimit_resume() */
 
 static void
@@ -234,7 +221,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
 {
     ngx_str_t                              key, cost;
     ngx_uint_t                             i, n, nkeys;
-    rrl_call_limit_t                      *call, *c;
+    rrl_call_limit_t                      *call;
     ngx_http_redis_ratelimit_zone_t       *zone;
     ngx_http_redis_ratelimit_limit_t      *limits, **active;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -251,6 +238,8 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* passed with no cost=$VAR too */
+    ngx_str_null(&cost);
     nkeys = 0;
 
     for (i = 0; i < n; i++) {
@@ -264,23 +253,16 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             continue;
         }
 
-        c = &call[nkeys];
-        *c = zone->call;
-        c->cost = limits[i].cost;
-
-        if (limits[i].cost_value) {
-            if (ngx_http_complex_value(r, limits[i].cost_value, &cost)
-                != NGX_OK)
-            {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-
-            c->cost = rrl_cost_parse(cost.data, cost.len);
+        if (limits[i].cost_value
+            && ngx_http_complex_value(r, limits[i].cost_value, &cost)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        c->key = key.data;
-        c->key_len = key.len;
-        c->delay = limits[i].delay;
+        rrl_call_limit(&call[nkeys], &zone->call, limits[i].cost,
+                       limits[i].cost_value ? cost.data : NULL, cost.len,
+                       key.data, key.len, limits[i].delay);
 
         active[nkeys++] = &limits[i];
     }

@@ -21,13 +21,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_loop_event_t;
 
 
-/* this worker's engine, and the loop it is lent */
-typedef struct {
-    rrl_engine_t                *engine;      /* NULL: none in this process */
-    rrl_loop_t                   loop;
-} ngx_http_redis_ratelimit_link_t;
-
-
 static void ngx_http_redis_ratelimit_event_init(void *ev,
     void (*handler)(void *arg), void *arg, int cancelable);
 static void ngx_http_redis_ratelimit_event_handler(ngx_event_t *ev);
@@ -44,26 +37,26 @@ static int ngx_http_redis_ratelimit_quitting(void);
 static void ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m);
 
 
-static ngx_http_redis_ratelimit_link_t  ngx_http_redis_ratelimit_link = {
-    NULL,
-    {
-        sizeof(ngx_http_redis_ratelimit_loop_event_t),
-        ngx_http_redis_ratelimit_event_init,
-        ngx_http_redis_ratelimit_timer_add,
-        ngx_http_redis_ratelimit_timer_del,
-        ngx_http_redis_ratelimit_timer_set,
-        ngx_http_redis_ratelimit_set_cancelable,
-        ngx_http_redis_ratelimit_post,
-        ngx_http_redis_ratelimit_unpost,
-        ngx_http_redis_ratelimit_msec,
-        ngx_http_redis_ratelimit_clock,
-        ngx_http_redis_ratelimit_random,
-        ngx_http_redis_ratelimit_quitting,
-        ngx_http_redis_ratelimit_attach,
-        ngx_http_redis_ratelimit_flush,
-        ngx_http_redis_ratelimit_metrics_error,
-        ngx_http_redis_ratelimit_metrics_reply
-    }
+/* this worker's engine (NULL: none in this process), and the loop lent */
+static rrl_engine_t  *ngx_http_redis_ratelimit_worker_engine;
+
+static rrl_loop_t  ngx_http_redis_ratelimit_loop = {
+    sizeof(ngx_http_redis_ratelimit_loop_event_t),
+    ngx_http_redis_ratelimit_event_init,
+    ngx_http_redis_ratelimit_timer_add,
+    ngx_http_redis_ratelimit_timer_del,
+    ngx_http_redis_ratelimit_timer_set,
+    ngx_http_redis_ratelimit_set_cancelable,
+    ngx_http_redis_ratelimit_post,
+    ngx_http_redis_ratelimit_unpost,
+    ngx_http_redis_ratelimit_msec,
+    ngx_http_redis_ratelimit_clock,
+    ngx_http_redis_ratelimit_random,
+    ngx_http_redis_ratelimit_quitting,
+    ngx_http_redis_ratelimit_attach,
+    ngx_http_redis_ratelimit_flush,
+    ngx_http_redis_ratelimit_metrics_error,
+    ngx_http_redis_ratelimit_metrics_reply
 };
 
 
@@ -71,8 +64,7 @@ ngx_int_t
 ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
-    rrl_engine_conf_t                 conf;
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
+    rrl_engine_conf_t  conf;
 
     /* the server's, made at configuration, and what is known by now */
     conf = rmcf->engine;
@@ -83,8 +75,9 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     conf.sha = (char *) rmcf->script_sha1.data;
     conf.sha_len = rmcf->script_sha1.len;
 
-    link->engine = rrl_engine_new(&conf, &link->loop);
-    if (link->engine == NULL) {
+    ngx_http_redis_ratelimit_worker_engine = rrl_engine_new(&conf,
+                                               &ngx_http_redis_ratelimit_loop);
+    if (ngx_http_redis_ratelimit_worker_engine == NULL) {
         return NGX_ERROR;
     }
 
@@ -98,10 +91,8 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
 void
 ngx_http_redis_ratelimit_link_exit(void)
 {
-    ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    rrl_engine_free(link->engine);
-    link->engine = NULL;
+    rrl_engine_free(ngx_http_redis_ratelimit_worker_engine);
+    ngx_http_redis_ratelimit_worker_engine = NULL;
 }
 
 
@@ -121,7 +112,7 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         zones[i] = ctx->limits[i]->zone;
     }
 
-    return rrl_engine_call(ngx_http_redis_ratelimit_link.engine, ctx->argc,
+    return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine, ctx->argc,
                            ctx->argv, ctx->argvlen, zones, ctx->nlimits,
                            &ctx->result, done, r, ctx);
 }
@@ -130,14 +121,14 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 rrl_engine_t *
 ngx_http_redis_ratelimit_engine(void)
 {
-    return ngx_http_redis_ratelimit_link.engine;
+    return ngx_http_redis_ratelimit_worker_engine;
 }
 
 
 static void
 ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m)
 {
-    rrl_engine_gauges(ngx_http_redis_ratelimit_link.engine, m);
+    rrl_engine_gauges(ngx_http_redis_ratelimit_worker_engine, m);
 }
 
 

@@ -267,21 +267,13 @@ ngx_http_redis_ratelimit_shm_rbtree_insert_value(ngx_rbtree_node_t *temp,
 ngx_int_t
 ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
-    ngx_http_redis_ratelimit_shm_t  *oshm = data;
-
     ngx_http_redis_ratelimit_shm_t  *shm;
 
     shm = shm_zone->data;
-
-    if (oshm) {
-        shm->sh = oshm->sh;
-        shm->shpool = oshm->shpool;
-        return NGX_OK;
-    }
-
     shm->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
 
-    if (shm_zone->shm.exists) {
+    /* a reload's zone of the same size (data: the old one's), or Windows' */
+    if (data || shm_zone->shm.exists) {
         shm->sh = shm->shpool->data;
         return NGX_OK;
     }
