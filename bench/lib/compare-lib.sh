@@ -294,9 +294,10 @@ lease_ratios() { # BARE MODULE LEASE
     fi
 }
 
-# ID -> "evalsha_usec_per_call entries_per_evalsha settled/req failed/req":
-# over all its measured runs; entries are the requests plus the
-# settlements counted (each a check or a settle entry of a batch)
+# ID -> "evalsha_usec_per_call entries_per_evalsha settled/req failed/req
+#        evalsha_usec/req": over all its measured runs; entries are the
+#        requests plus the settlements counted (each a check or a settle
+#        entry of a batch)
 settle_summary() {
     local settled=0 failed=0
     if [ -f "$dir/results/$1.settle" ]; then
@@ -305,8 +306,9 @@ settle_summary() {
     fi
     awk -v s="$settled" -v f="$failed" '
         { req += $4; evalsha += $6; usec += $10 }
-        END { printf "%.1f %.1f %.3f %.3f\n", evalsha ? usec / evalsha : 0,
-                     evalsha ? (req + s) / evalsha : 0, req ? s / req : 0, req ? f / req : 0 }' \
+        END { printf "%.1f %.1f %.3f %.3f %.2f\n", evalsha ? usec / evalsha : 0,
+                     evalsha ? (req + s) / evalsha : 0, req ? s / req : 0, req ? f / req : 0,
+                     req ? usec / req : 0 }' \
         "$dir/results/$1"
 }
 
@@ -325,7 +327,7 @@ settle_ratios() {
         -v p50a="${a[2]}" -v p50b="${b[2]}" -v p99a="${a[3]}" -v p99b="${b[3]}" \
         -v ea="${a[6]}" -v eb="${b[6]}" -v ca="${a[8]}" -v cb="${b[8]}" \
         -v ua="${x[0]}" -v ub="${y[0]}" -v na="${x[1]}" -v nb="${y[1]}" \
-        -v settled="${y[2]}" -v failed="${y[3]}" '
+        -v settled="${y[2]}" -v failed="${y[3]}" -v qa="${x[4]}" -v qb="${y[4]}" '
         function r(p, q) { return q > 0 ? sprintf("%.2f", p / q) : "-" }
         BEGIN {
             printf "  %s, with/without: req/s %s, p50 %s, p99 %s;" \
@@ -333,8 +335,10 @@ settle_ratios() {
                    " EVALSHA per request %.3f vs %.3f: %s\n",
                    label, r(r1, r0), r(p50b, p50a), r(p99b, p99a), cb, ca, r(cb, ca),
                    (ca > 0 && cb / ca > 1.3 ? " (OVER 1.3x)" : ""), eb, ea, r(eb, ea)
-            printf "    EVALSHA usec_per_call %.1f vs %.1f; entries (checks + settlements)" \
-                   " per EVALSHA %.1f vs %.1f; settlements per request: settled %.3f," \
-                   " settle_failed %.3f\n", ub, ua, nb, na, settled, failed
+            printf "    in the script (EVALSHA usec) per request %.2f us vs %.2f us: %s;" \
+                   " EVALSHA usec_per_call %.1f vs %.1f; entries (checks + settlements)" \
+                   " per EVALSHA %.1f vs %.1f\n", qb, qa, r(qb, qa), ub, ua, nb, na
+            printf "    settlements per request (metrics): settled %.3f, settle_failed %.3f\n",
+                   settled, failed
         }'
 }
