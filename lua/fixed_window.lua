@@ -10,7 +10,9 @@ function fixed_window.check(l, now)
   local window_end = (window + 1) * l.period
   local count = 0
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local w, c = string.match(state, '^(%d+):(%d+)$')
     if w and tonumber(w) == window then
@@ -45,15 +47,29 @@ end
 
 -- Gives back a reservation made at `at` (units: its cost unless given):
 -- only its window's count holds it, and only while that window is the
--- current one.
+-- current one. Negative units (a settlement's charge): -units more to the
+-- current window's count, whenever `at` was (a state made when none).
 function fixed_window.release(l, at, now, units)
+  units = units or l.cost
   local window = math.floor(now / l.period)
-  if math.floor(at / l.period) ~= window then return false end
-  local w, c = string.match(redis.call('GET', l.key) or '', '^(%d+):(%d+)$')
-  if not w or tonumber(w) ~= window or tonumber(c) == 0 then return false end
-  redis.call('SET', l.key,
-    string.format('%d:%d', window, math.max(0, tonumber(c) - (units or l.cost))),
-    'PX', math.ceil(((window + 1) * l.period - now) / 1000))
+  local refund = units > 0
+  if refund and math.floor(at / l.period) ~= window then return false end
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local w, c = string.match(state or '', '^(%d+):(%d+)$')
+  local current = w and tonumber(w) == window
+  c = current and tonumber(c) or 0
+  if refund and c == 0 then return false end
+  state = string.format('%d:%d', window, math.max(0, c - units))
+  if current and l.estimate then
+    -- a settlement's: the state expires at this window's end already, and
+    -- KEEPTTL costs Redis less (a release's sets it again, as it did)
+    redis.call('SET', l.key, state, 'KEEPTTL')
+  else
+    redis.call('SET', l.key, state,
+      'PX', math.ceil(((window + 1) * l.period - now) / 1000))
+  end
+  l.state = state
   return true
 end
 

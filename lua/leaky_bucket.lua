@@ -14,7 +14,9 @@ function leaky_bucket.check(l, now)
   local horizon = (l.burst + 1) * interval
   local ahead = 0 -- TAT - now
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local i, f = string.match(state, '^(%d+)(%.?%d*)$')
     if i then
@@ -47,8 +49,9 @@ local function store_tat(key, now, ahead)
   if frac == '1.000000000' then whole, frac = whole + 1, '' -- rounded up
   elseif frac == '0.000000000' then frac = ''
   else frac = string.sub(frac, 2) end
-  redis.call('SET', key, string.format('%d', now + whole) .. frac,
-    'PX', math.max(1, math.ceil(ahead / 1000)))
+  local state = string.format('%d', now + whole) .. frac
+  redis.call('SET', key, state, 'PX', math.max(1, math.ceil(ahead / 1000)))
+  return state
 end
 
 function leaky_bucket.commit(l, now)
@@ -60,17 +63,33 @@ end
 -- run empty and restarted later (when another request passed) by up to
 -- that much; the state holds no time to tell. Exact when released at
 -- `at`, or with nothing passed since on a bucket idle before it.
-function leaky_bucket.release(l, at, now)
-  local i, f = string.match(redis.call('GET', l.key) or '', '^(%d+)(%.?%d*)$')
-  if not i then return false end
-  local ahead = (tonumber(i) - now) + tonumber('0' .. f)
-  local back = l.cost * l.period / l.limit - math.max(0, now - at)
-  if ahead <= 0 or back <= 0 then return false end
+-- With units (a settlement, whenever `at` was): units intervals off the
+-- TAT (none when it is past); negative, -units intervals onto max(TAT,
+-- now) (a debt held at most 100 years).
+function leaky_bucket.release(l, at, now, units)
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local i, f = string.match(state or '', '^(%d+)(%.?%d*)$')
+  local ahead = 0
+  if i then ahead = (tonumber(i) - now) + tonumber('0' .. f) end
+  local back
+  if units then
+    back = units * l.period / l.limit
+    if units < 0 then
+      ahead = math.min(math.max(0, ahead) - back, 3153600000000000)
+      l.state = store_tat(l.key, now, ahead)
+      return true
+    end
+  else
+    back = l.cost * l.period / l.limit - math.max(0, now - at)
+  end
+  if not i or ahead <= 0 or back <= 0 then return false end
   ahead = ahead - back
   if ahead <= epsilon then
     redis.call('DEL', l.key) -- idle: as no state at all
+    l.state = false
   else
-    store_tat(l.key, now, ahead)
+    l.state = store_tat(l.key, now, ahead)
   end
   return true
 end

@@ -72,6 +72,34 @@
 --     has -1 for passed and for each of its limits' integers (all 4, 8 or
 --     6 of each).
 --
+-- Settle: a request's actual cost A against the estimate E it was charged
+-- up front (settle= of the module), in Redis's time T of the charge.
+--   KEYS: as the check's.
+--   ARGV[1]: "settle" (now: Redis TIME);
+--   ARGV[2 + 5(i-1) ..]: as the check's, but the cost is "E:A:T", three
+--     whole numbers (E, A, T >= 0). In a batch, a settlement's count is
+--     "s<n>" (e.g. "s2") instead of <n>, then per limit its zone and
+--     "E:A:T"; checks and settlements mix, in order.
+--   Per limit, D = A - E (0: nothing changes) is settled as the algorithm's
+--   release of -D units (see each file): a refund (D < 0) where the units
+--   still count (fixed_window: T's window while current; sliding_window:
+--   T's window's count while the state holds it; token_bucket: as the
+--   release, exact while the state is the charge's; leaky_bucket: the TAT
+--   back by -D intervals; sliding_log: -D entries at T while in the
+--   window), else dropped; a charge (D > 0) even beyond the limit: a debt
+--   (fixed_window, sliding_window: to T's window's count, else the
+--   current one's; token_bucket: tokens below zero, repaid at the rate;
+--   leaky_bucket: TAT = max(TAT, now) + D intervals; sliding_log: D
+--   entries, never more than the log's capacity: a debt beyond one window
+--   is not held). A debt's state is kept at most 100 years. overrides=on:
+--   the override applies (unlimited, block: nothing settled; a rate: its
+--   numbers). A lease zone ("+lease"): as its algorithm, held units
+--   unchanged.
+--   Reply: a check's with 4 integers per limit whatever the zone: the
+--     check of cost max(E, 1) after the settlement, not committed (a debt
+--     is rejected as a check would be, with its retry after). A batch's
+--     settlement that Redis failed: -1 for passed and all 4 of each limit.
+--
 -- Bad arguments change nothing: 'ERR redis_ratelimit: bad arguments' or
 -- 'ERR redis_ratelimit: unknown algorithm <name>'.
 local algorithms = {
@@ -255,6 +283,9 @@ end
 
 local form = ARGV[1]
 local release, batch = form == 'release', form == 'batch'
+local settling = form == 'settle'
+-- a settlement's cost field "E:A:T"
+local settle_field = '^(%d+):(%d+):(%d+)$'
 
 -- the limits whose keys start at KEYS[k] and arguments at ARGV[a]; nil and
 -- an error reply when they are not the script's
@@ -270,13 +301,21 @@ local function parse(k, a, n)
       limit = whole(tonumber(ARGV[a + 2]), 1),
       period = whole(tonumber(ARGV[a + 3]), 1),
       burst = whole(tonumber(ARGV[a + 4]), 0),
-      cost = not lease and whole(tonumber(ARGV[a + 5]), 1),
+      cost = not lease and not settling and whole(tonumber(ARGV[a + 5]), 1),
     }
+    if settling then
+      -- "E:A:T", the check of the reply of cost max(E, 1)
+      local e, x, t = string.match(ARGV[a + 5], settle_field)
+      e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0), whole(tonumber(t), 0)
+      if e and x and t then
+        l.estimate, l.actual, l.at, l.cost = e, x, t, math.max(e, 1)
+      end
+    end
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
         tostring(ARGV[a + 1]))
     end
-    if lease and not lease_fields(l, ARGV[a + 5]) then
+    if lease and not settling and not lease_fields(l, ARGV[a + 5]) then
       return nil, redis.error_reply(bad_arguments)
     end
     if not (l.limit and l.period and l.burst and l.cost) then
@@ -296,9 +335,9 @@ local function time(arg)
 end
 
 -- the check of a limit whose zone has overrides=on: the algorithm's
--- check's four values, and the override's kind
-local function check_override(l, now)
-  local kind = override(l)
+-- check's four values, and the override's kind (read unless given)
+local function check_override(l, now, kind)
+  kind = kind or override(l)
   l.kind = kind
   if kind == 2 then return 1, 0, 0, 0, kind end
   if kind == 3 then
@@ -350,6 +389,8 @@ local function check(limits, now, reply)
   reply[at] = passed
 end
 
+-- a batch's requests, and whether a settlement is among them
+local requests, settles
 if batch then
   -- every request parsed before any is decided: a bad one changes nothing
   local nzones = tonumber(ARGV[3])
@@ -390,9 +431,17 @@ if batch then
     end
     return v
   end
-  local requests, k, nargv, nkeys = {}, 1, #ARGV, #KEYS
+  local k, nargv, nkeys = 1, #ARGV, #KEYS
+  requests = {}
   while a <= nargv do
     local n = number(ARGV[a])
+    local settle = false
+    if not n then
+      -- a settlement's "s<n>"
+      n = string.match(ARGV[a], '^s(%d+)$')
+      n, settle = n and tonumber(n), true
+      settles = true
+    end
     if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > nkeys
       or a + 2 * n > nargv then
       return redis.error_reply(bad_arguments)
@@ -401,7 +450,20 @@ if batch then
     for i = 1, n do
       local zone = zones[number(ARGV[a + 2 * i - 1])]
       if not zone then return redis.error_reply(bad_arguments) end
-      if zone.lease then
+      if settle then
+        -- "E:A:T": a lease zone's as its algorithm's
+        local e, x, t = string.match(ARGV[a + 2 * i], settle_field)
+        e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0),
+          whole(tonumber(t), 0)
+        if not (e and x and t) then return redis.error_reply(bad_arguments) end
+        limits[i] = {
+          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+          period = zone.period, burst = zone.burst, cost = math.max(e, 1),
+          overrides = zone.overrides, estimate = e, actual = x, at = t,
+          window = false, count = false, ttl = false, current = false,
+          prev = false, keep_ttl = false,
+        }
+      elseif zone.lease then
         -- "C:W:B:T": rarely the same twice, not worth the numbers' cache
         local l = {
           key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
@@ -428,24 +490,63 @@ if batch then
       end
       k = k + 1
     end
+    if settle then limits.settle = true end
     requests[#requests + 1] = limits
     a = a + 1 + 2 * n
   end
   if #requests == 0 or k ~= nkeys + 1 then
     return redis.error_reply(bad_arguments)
   end
+end
+
+-- Settlements' function, made only when one is to be done: a script's
+-- every function is made again at each call.
+-- A request's settlement (its limits parsed with estimate, actual and
+-- at): appends its reply to `reply`.
+local settle
+if settling or settles then
+  settle = function(limits, now, reply)
+    local at = #reply + 1
+    local passed = 1
+    reply[at], reply[at + 1] = 0, now
+    local e = at + 2
+    for i = 1, #limits do
+      local l = limits[i]
+      local kind = l.overrides and override(l) or 0
+      -- unlimited, block: the charge took nothing
+      if kind ~= 2 and kind ~= 3 and l.actual ~= l.estimate then
+        l.algorithm.release(l, l.at, now, l.estimate - l.actual)
+      end
+      local ok, remaining, reset, retry
+      if l.overrides then
+        ok, remaining, reset, retry = check_override(l, now, kind)
+      else
+        ok, remaining, reset, retry = l.algorithm.check(l, now)
+      end
+      if ok == 0 then passed = 0 end
+      reply[e], reply[e + 1], reply[e + 2], reply[e + 3] =
+        ok, remaining, reset, retry
+      e = e + 4
+    end
+    reply[at] = passed
+  end
+end
+
+if batch then
   local now = time(ARGV[2])
   if not now then return redis.error_reply(bad_arguments) end
   local reply = {}
   for r = 1, #requests do
     local at = #reply
-    if not pcall(check, requests[r], now, reply) then
+    local limits = requests[r]
+    if not pcall(limits.settle and settle or check, limits, now, reply) then
       -- Redis failed a command of this request (a key of another type,
       -- out of memory): the requests before it were written, so the batch
       -- goes on; this one alone gets a reply no decoder takes, passed -1
       local width = 2
-      for _, l in ipairs(requests[r]) do
-        width = width + ((l.overrides and 8) or (l.lease and 6) or 4)
+      for _, l in ipairs(limits) do
+        width = width +
+          ((limits.settle and 4) or (l.overrides and 8) or (l.lease and 6) or 4)
       end
       for i = at + 1, at + width do reply[i] = -1 end
       reply[at + 2] = now
@@ -465,7 +566,7 @@ if release and not reserved_at then
   return redis.error_reply(bad_arguments)
 end
 
-local now = time(ARGV[first])
+local now = time(settling and '' or ARGV[first])
 if not now then
   return redis.error_reply(bad_arguments)
 end
@@ -491,5 +592,9 @@ if release then
 end
 
 local reply = {}
-check(limits, now, reply)
+if settling then
+  settle(limits, now, reply)
+else
+  check(limits, now, reply)
+end
 return reply

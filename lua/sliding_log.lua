@@ -52,13 +52,35 @@ function sliding_log.commit(l, now)
   redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000))
 end
 
--- Gives back a reservation made at `at`: cost of the entries at that
--- instant (any of them: alike), while they are still in the window. The
--- key keeps the expiry of its newest commit.
-function sliding_log.release(l, at, now)
+-- Gives back a reservation made at `at` (units: its cost unless given):
+-- that many of the entries at that instant (any of them: alike), while
+-- they are still in the window. The key keeps the expiry of its newest
+-- commit. Negative units (a settlement's charge): -units entries added at
+-- `at` while it is in the window, else at now, but never more than the
+-- log has room for (its capacity): a debt beyond one window is not held.
+function sliding_log.release(l, at, now, units)
+  units = units or l.cost
+  if units < 0 then
+    local since = now - l.period
+    if at <= since then at = now end
+    redis.call('ZREMRANGEBYSCORE', l.key, '-inf', string.format('%d', since))
+    local count = redis.call('ZCARD', l.key)
+    local room = math.min(-units, l.limit + l.burst - count)
+    if room <= 0 then return false end
+    -- names unique as a commit's, apart from its (":s")
+    local added, n, prefix = 0, count, string.format('%d:s', at)
+    while added < room do
+      local args, m = {}, math.min(chunk, room - added)
+      for i = 1, m do args[2 * i - 1], args[2 * i] = at, prefix .. (n + i) end
+      n = n + m
+      added = added + redis.call('ZADD', l.key, unpack(args))
+    end
+    redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000)) -- as a commit
+    return true
+  end
   if at <= now - l.period then return false end
   local s = string.format('%d', at)
-  local entries = redis.call('ZRANGEBYSCORE', l.key, s, s, 'LIMIT', 0, l.cost)
+  local entries = redis.call('ZRANGEBYSCORE', l.key, s, s, 'LIMIT', 0, units)
   if #entries == 0 then return false end
   for i = 1, #entries, chunk do
     redis.call('ZREM', l.key, unpack(entries, i, math.min(i + chunk - 1, #entries)))

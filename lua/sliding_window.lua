@@ -18,7 +18,9 @@ function sliding_window.check(l, now)
   local elapsed = now - start
   local current, prev = 0, 0
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
     w, c, p = tonumber(w), tonumber(c), tonumber(p)
@@ -81,21 +83,46 @@ end
 -- stored current one, or the stored previous one once the state has moved
 -- on to the next window; only while that count still weighs. The state
 -- keeps its window, so its expiry stays the end of the window after it.
+-- Negative units (a settlement's charge): -units more to that count, or,
+-- when the state holds it no more, to the current window's count.
 function sliding_window.release(l, at, now, units)
-  local w, c, p = string.match(redis.call('GET', l.key) or '',
-    '^(%d+):(%d+):(%d+)$')
-  if not w then return false end
+  units = units or l.cost
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
   w, c, p = tonumber(w), tonumber(c), tonumber(p)
   local reserved, window = math.floor(at / l.period), math.floor(now / l.period)
-  if w == reserved and w >= window - 1 and c > 0 then
-    c = math.max(0, c - (units or l.cost))
-  elseif w == reserved + 1 and w == window and p > 0 then
-    p = math.max(0, p - (units or l.cost))
-  else
-    return false
+  local refund = units > 0
+  local stored = w -- the state's window: its expiry stays when kept
+  if not w then
+    if refund then return false end
+    w, c, p = window - 2, 0, 0 -- none: as a state that weighs no more
   end
-  redis.call('SET', l.key, string.format('%d:%d:%d', w, c, p),
-    'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+  if w == reserved and w >= window - 1 and (c > 0 or not refund) then
+    c = math.max(0, c - units)
+  elseif w == reserved + 1 and w == window and (p > 0 or not refund) then
+    p = math.max(0, p - units)
+  elseif refund then
+    return false
+  else
+    -- the current window's count, as a check reads the state
+    if w == window - 1 then
+      c, p = 0, c
+    elseif w ~= window then
+      c, p = 0, 0
+    end
+    w, c = window, c - units
+  end
+  state = string.format('%d:%d:%d', w, c, p)
+  if w == stored and l.estimate then
+    -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
+    -- less (a release's sets it again, as it did)
+    redis.call('SET', l.key, state, 'KEEPTTL')
+  else
+    redis.call('SET', l.key, state,
+      'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+  end
+  l.state = state
   return true
 end
 

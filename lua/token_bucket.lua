@@ -24,7 +24,9 @@ function token_bucket.check(l, now)
   -- what refills from now if nothing is taken (over tokens when held)
   local level = tokens
 
-  local state = redis.call('GET', l.key)
+  -- l.state: the state a settlement just left (false: none), else read
+  local state = l.state
+  if state == nil then state = redis.call('GET', l.key) end
   if state then
     local t, at, fields = string.match(state, '^([^:]+):(%d+)(.*)$')
     t, at = tonumber(t), tonumber(at)
@@ -59,7 +61,9 @@ function token_bucket.check(l, now)
   local retry = l.period
   if l.cost <= capacity then retry = wait(l.cost) end
 
-  return 0, math.floor(tokens + per_slack), wait(capacity), math.max(1, retry)
+  -- tokens below zero: a settlement's debt
+  return 0, math.max(0, math.floor(tokens + per_slack)), wait(capacity),
+    math.max(1, retry)
 end
 
 function token_bucket.commit(l, now)
@@ -72,15 +76,45 @@ function token_bucket.commit(l, now)
   redis.call('SET', l.key, state, 'PX', math.max(1, math.ceil(l.full_in / 1000)))
 end
 
--- Gives back a reservation made at `at`: cost tokens, added at the stored
+-- Gives back a reservation made at `at` (units: its cost unless given):
+-- that many tokens, added at the stored
 -- time. Exact while the state is the reservation's (stored at `at`); if
 -- others passed since, a bucket without the reservation may have
 -- overflowed by up to what refilled in between: that much is kept back.
 -- The held fields stay as they are (a check caps the tokens by them).
-function token_bucket.release(l, at, now)
-  local t, stored_at, fields = string.match(redis.call('GET', l.key) or '',
-    '^([^:]+):(%d+)(.*)$')
+-- Negative units (a settlement's charge, whenever `at` was): the tokens
+-- as a check sees them (the held units cap them) less -units, below zero
+-- if so: the bucket refills from there, repaying the debt at the rate.
+-- Stored at now, the held fields as they are, kept until full (at most
+-- 100 years: a debt is not held longer).
+function token_bucket.release(l, at, now, units)
+  units = units or l.cost
+  local state = redis.call('GET', l.key)
+  l.state = state -- for a check that follows
+  local t, stored_at, fields = string.match(state or '', '^([^:]+):(%d+)(.*)$')
   t, stored_at = tonumber(t), tonumber(stored_at)
+  if units < 0 then
+    local tokens = l.burst
+    if t and stored_at then
+      tokens = math.min(l.burst, t + math.max(0, now - stored_at) * l.limit / l.period)
+      if fields ~= '' then
+        token_bucket.make_leases()
+        tokens = token_bucket.hold(l, fields, tokens, now) or l.burst
+      end
+    end
+    tokens = tokens + units
+    local full_in = math.ceil((l.burst - tokens) * l.period / l.limit - slack)
+    state = string.format('%.17g:%d', tokens, now)
+    if l.held_cur then
+      full_in = math.max(full_in, token_bucket.held_wait(l, l.burst, now))
+      state = token_bucket.held_state(l, tokens, now)
+      l.held_cur, l.held_prev = nil, nil -- a check reads them again
+    end
+    redis.call('SET', l.key, state, 'PX',
+      math.max(1, math.min(3153600000000, math.ceil(full_in / 1000))))
+    l.state = state
+    return true
+  end
   if not (t and stored_at) or stored_at < at then return false end
   -- until the held units' end (us), where any are held
   local held_for = 0
@@ -89,7 +123,7 @@ function token_bucket.release(l, at, now)
     if not slot then return false end
     held_for = (tonumber(slot) + 2) * lease_us - now
   end
-  local back = l.cost - (stored_at - at) * l.limit / l.period
+  local back = units - (stored_at - at) * l.limit / l.period
   local refilled = math.max(0, now - stored_at) * l.limit / l.period
   -- full again by now: nothing of the reservation counts any more
   if back <= 0 or t + refilled >= l.burst then return false end
@@ -100,11 +134,14 @@ function token_bucket.release(l, at, now)
     fields = ''
     if full_in <= 0 then
       redis.call('DEL', l.key) -- full: as no state at all
+      l.state = false
       return true
     end
   end
-  redis.call('SET', l.key, string.format('%.17g:%d', t, stored_at) .. fields,
+  state = string.format('%.17g:%d', t, stored_at) .. fields
+  redis.call('SET', l.key, state,
     'PX', math.ceil(math.max(full_in, held_for) / 1000))
+  l.state = state
   return true
 end
 
@@ -132,7 +169,8 @@ function token_bucket.make_leases()
     end
     if cur + prev == 0 then return tokens end
     l.held_cur, l.held_prev = cur, prev
-    return math.max(0, math.min(l.burst - cur - prev, tokens))
+    -- below zero only when the tokens are (a settlement's debt)
+    return math.min(math.max(0, l.burst - cur - prev), tokens)
   end
 
   -- microseconds until the units held let the bucket hold n tokens

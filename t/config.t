@@ -250,6 +250,11 @@ my @bad = (
         'duplicate parameter "delay=1" in "redis_ratelimit" directive in FILE:LINE'],
     ['nodelay twice', in_location('redis_ratelimit zone=z nodelay nodelay; # HERE'),
         'duplicate parameter "nodelay" in "redis_ratelimit" directive in FILE:LINE'],
+    # settle=VALUE (issue 17): a value, once
+    ['settle with no value', in_location('redis_ratelimit zone=z settle=; # HERE'),
+        'invalid parameter "settle=" in "redis_ratelimit" directive in FILE:LINE'],
+    ['settle twice', in_location('redis_ratelimit zone=z settle=$bytes_sent settle=$request_length; # HERE'),
+        'duplicate parameter "settle=$request_length" in "redis_ratelimit" directive in FILE:LINE'],
     ['delay and nodelay', in_location('redis_ratelimit zone=z delay=1 nodelay; # HERE'),
         'conflicting parameter "nodelay" in "redis_ratelimit" directive in FILE:LINE'],
     ['delay not a number', in_location('redis_ratelimit zone=z delay=-1; # HERE'),

@@ -29,6 +29,7 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/lib";
+use File::Spec;
 use IO::Socket::INET;
 use Test::More;
 use Time::HiRes qw(time sleep);
@@ -277,6 +278,15 @@ close $mute;
 refused('missing tls_ca', "127.0.0.1:$tp tls tls_ca=$dir/tls/missing.crt",
     qq{cannot read tls_ca="$dir/tls/missing.crt": No such file or directory }
     . 'in "redis_ratelimit_server" directive');
+
+# a relative name is under nginx's conf prefix (nginx -t's in conftestN/)
+my ($rout, $rrc) = $t->nginx_t(with_server("127.0.0.1:$tp tls tls_ca=tls/missing.crt"));
+isnt($rrc, 0, 'missing relative tls_ca: nginx -t fails');
+like($rout, qr{cannot read tls_ca="\Q$dir\E/conftest\d+/tls/missing\.crt": No such file or directory},
+    'missing relative tls_ca: named under the conf prefix');
+my $relative = File::Spec->abs2rel($ca->{cert}, "$dir/conftest");
+($rout, $rrc) = $t->nginx_t(with_server("127.0.0.1:$tp tls tls_ca=$relative"));
+is($rrc, 0, "relative tls_ca=$relative: nginx -t passes") or diag($rout);
 
 my $junk = $t->write_file('tls/junk.crt', "not a certificate\n");
 my ($out, $rc, $file, $text) =

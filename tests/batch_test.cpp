@@ -122,6 +122,32 @@ TEST(Batch, ALeaseLimitCarriesItsCostFieldAndSuffix) {
     EXPECT_EQ(batch.command("sha"), want);
 }
 
+// A settlement's entry: "s<n>", then each limit's zone and "E:A:T"; it
+// mixes with checks in order, its zone named once with theirs.
+TEST(Batch, ASettlementsEntryIsSN) {
+    auto check = plan("a", 1);
+    rrl::Call settle({"EVALSHA", "sha", "2", "s0", "s1", "settle", "2", "10",
+                      "1000", "3", "100:30:1700000000000000", "7", "1", "1000",
+                      "0", "5:9:1700000000000001"},
+                     {&zone_a, &zone_b}, false);
+    rrl::Batch batch;
+    EXPECT_FALSE(batch.add(*check, 0, nullptr));
+    EXPECT_FALSE(batch.add(settle, 0, nullptr));
+    EXPECT_EQ(batch.values(), 2u + 4 + 2u + 4 * 2);
+    EXPECT_EQ(batch.share(1), 6u);
+
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\na0\r\n$2\r\ns0\r\n$2\r\ns1\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
+        "$1\r\n7\r\n$1\r\n1\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
+        "$2\r\ns2\r\n$1\r\n1\r\n$23\r\n100:30:1700000000000000\r\n"
+        "$1\r\n2\r\n$20\r\n5:9:1700000000000001\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+}
+
 TEST(Batch, FullAt64Requests) {
     auto a = plan("k", 1);
     rrl::Batch batch;

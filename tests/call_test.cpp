@@ -220,6 +220,51 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
     EXPECT_EQ(bare.values(0), 6u);
 }
 
+// A settlement (ARGV[1] "settle"): 4 integers a limit whatever its zone,
+// split by slot as a check (each part settles its own keys), and never
+// released: it reserved nothing.
+TEST(Call, ASettlementIsFourWideAndNeverReleased) {
+    Argv a(kKeys);
+    a.args[6] = "settle";
+    a.args[7 + 5] = "fixed_window" RRL_LEASE_SUFFIX;
+    a.args[7 + 5 + 4] = "2:5:1700000000000000";
+    a.args[7 + 10] = "token_bucket+overrides";
+    Plan one = make(a, 0);
+    ASSERT_NE(one, nullptr);
+    EXPECT_EQ(rrl_call_values(one.get(), 0), 2u + 4 * 3);
+
+    Plan p = make(a, 1);
+    ASSERT_EQ(rrl_call_parts(p.get()), 2u);
+    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2);
+    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4);
+    answer(p.get(), 0, 1, 500, 100);
+    answer(p.get(), 1, 0, 501, 200);  // a debt: its check rejected
+    std::int64_t out[2 + 12];
+    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    EXPECT_EQ(out[0], 0);
+    EXPECT_EQ(out[2 + 4], 202);  // {b}x, the request's second
+    EXPECT_EQ(release(p.get(), 0), "");
+    EXPECT_EQ(release(p.get(), 1), "");
+
+    // the same argv as a check: the part that passed is released
+    a.args[6] = "";
+    Plan check = make(a, 1);
+    answer(check.get(), 0, 1, 500, 100);
+    answer(check.get(), 1, 0, 501, 200);
+    EXPECT_NE(release(check.get(), 0), "");
+
+    rrl::Call settle({"EVALSHA", "s", "1", "k", "settle", "fixed_window+lease",
+                      "10", "1000", "0", "1:2:3"},
+                     {&zone_a}, false);
+    EXPECT_TRUE(settle.settlement());
+    EXPECT_EQ(settle.values(0), 6u);
+    EXPECT_EQ(settle.cost(0, 0), "1:2:3");
+    rrl::Call not_one({"EVALSHA", "s", "1", "k", "settled", "fixed_window",
+                       "10", "1000", "0", "1"},
+                      {&zone_a}, false);
+    EXPECT_FALSE(not_one.settlement());
+}
+
 TEST(Call, NoSuchPart) {
     Plan p = make(Argv({"k"}), 0);
     EXPECT_EQ(rrl_call_reply(p.get(), 1), nullptr);

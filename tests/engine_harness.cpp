@@ -495,7 +495,16 @@ size_t nkeys(const Argv& argv) {
     return (*end == '\0' && 3 + n < argv.size()) ? n : SIZE_MAX;
 }
 
+// a batch entry's count: "<n>", or "s<n>" for a settlement
+size_t entry_limits(const std::string& count) {
+    return std::stoul(is_settle_entry(count) ? count.substr(1) : count);
+}
+
 }  // namespace
+
+bool is_settle_entry(const std::string& count) {
+    return !count.empty() && count[0] == 's';
+}
 
 bool is_batch(const Argv& argv) {
     size_t n = nkeys(argv);
@@ -514,7 +523,7 @@ std::vector<Argv> batch_requests(const Argv& argv) {
     size_t zones = std::stoul(argv.at(3 + n + 2));
     size_t a = 3 + n + 3 + 4 * zones, k = 3;
     while (a < argv.size()) {
-        size_t limits = std::stoul(argv[a]);
+        size_t limits = entry_limits(argv[a]);
         requests.emplace_back(argv.begin() + k, argv.begin() + k + limits);
         k += limits;
         a += 1 + 2 * limits;
@@ -533,6 +542,8 @@ std::string batch_reply(const Argv& argv,
     std::string suffix = RRL_OVERRIDES_SUFFIX;
     for (size_t i = 0; i < requests.size(); i++) {
         bool p = pass(i, requests[i]);
+        // a settlement's reply: 4 integers a limit whatever its zone
+        bool settle = is_settle_entry(argv.at(a));
         items.push_back(integer(p ? 1 : 0));
         items.push_back(integer(kNow));
         for (size_t j = 0; j < requests[i].size(); j++) {
@@ -542,7 +553,7 @@ std::string batch_reply(const Argv& argv,
             items.push_back(integer(p ? kRemaining : 0));
             items.push_back(integer(1000000));
             items.push_back(integer(p ? 0 : 500000));
-            if (algorithm.size() > suffix.size() &&
+            if (!settle && algorithm.size() > suffix.size() &&
                 algorithm.compare(algorithm.size() - suffix.size(),
                                   suffix.size(), suffix) == 0) {
                 // a rate override: kind, limit, period, burst

@@ -190,6 +190,8 @@ std::string redis_reply(const Argv& argv);
 // An EVALSHA batch: each request's keys, in order; empty if not a batch.
 bool is_batch(const Argv& argv);
 bool is_release(const Argv& argv);
+// a batch entry's count "s<n>": a settlement's
+bool is_settle_entry(const std::string& count);
 std::vector<Argv> batch_requests(const Argv& argv);
 // The batch's reply: each request passed (pass(i, keys)) or rejected,
 // with its right count of integers.

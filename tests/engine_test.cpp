@@ -592,5 +592,10 @@ TEST_F(EngineTest, AReplyReadInTheTurnItsTimeoutFiresDecides) {
     EXPECT_EQ(loop.errors[RRL_METRICS_ERR_TIMEOUT], 0u);
 }
 
+// NULL: no engine (a worker whose init failed): nothing to free
+TEST(EngineCApi, FreeingNoneIsNothing) {
+    rrl_engine_free(nullptr);
+}
+
 }  // namespace
 }  // namespace rrl_test

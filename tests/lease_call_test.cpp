@@ -7,6 +7,7 @@
 
 #include "call_limit.hpp"
 #include "rrl_lease_call.h"
+#include "rrl_settle.h"
 
 namespace {
 
@@ -49,9 +50,9 @@ Check check(std::vector<rrl_call_limit_t>& l,
             std::vector<rrl_lease_entry_t*> entries, int ask = 1) {
     Check c{0, std::vector<std::int64_t>(64, -7),
             std::vector<std::uint64_t>(l.size(), 99)};
-    c.rc = rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
-                                kWall, kTimeout, c.values.data(),
-                                c.renew.data());
+    c.rc =
+        rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
+                             kWall, kTimeout, c.values.data(), c.renew.data());
     return c;
 }
 
@@ -71,17 +72,35 @@ TEST(LeaseCallCheck, DecidedFromTheLeaseAsTheScriptWouldReply) {
     EXPECT_EQ(e.units, 9u);
     EXPECT_EQ(c.values[0], 1);
     EXPECT_EQ(c.values[1], kWall);
-    EXPECT_EQ(c.values[2], 1);      // passed
-    EXPECT_EQ(c.values[3], 499);    // known - used
-    EXPECT_EQ(c.values[6], 0);      // no grant
-    EXPECT_EQ(c.values[7], 0);      // no lifetime
+    EXPECT_EQ(c.values[2], 1);    // passed
+    EXPECT_EQ(c.values[3], 499);  // known - used
+    EXPECT_EQ(c.values[6], 0);    // no grant
+    EXPECT_EQ(c.values[7], 0);    // no lifetime
     EXPECT_EQ(c.renew[0], 0u);
+}
+
+// a settlement's T of a limit decided from its lease: the lease's
+// taken_at_us; a request sent to Redis gets Redis's now later
+TEST(LeaseCallCheck, DecidedSetsTheSettlementsTime) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(), lease_limit()};
+    l[1].zone = "y";
+    rrl_lease_entry_t e = alive(l[0], 10), f = alive(l[1], 10);
+    e.taken_at_us = kWall - 300 * kMs;
+    f.taken_at_us = kWall - 100 * kMs;
+    ASSERT_EQ(check(l, {&e, &f}).rc, RRL_LEASE_DECIDED);
+    EXPECT_EQ(l[0].settle_at_us, kWall - 300 * kMs);
+    EXPECT_EQ(l[1].settle_at_us, kWall - 100 * kMs);
+
+    std::vector<rrl_call_limit_t> ask = {lease_limit(20)};
+    ask[0].settle_at_us = -5;
+    ASSERT_EQ(check(ask, {&e}).rc, RRL_LEASE_ASK);
+    EXPECT_EQ(ask[0].settle_at_us, -5);  // untouched
 }
 
 TEST(LeaseCallCheck, ARenewalWantsItsSize) {
     std::vector<rrl_call_limit_t> l = {lease_limit()};
     rrl_lease_entry_t e = alive(l[0], 2);  // one left after: renewed
-    e.seen_cur = 99;                        // 100/s
+    e.seen_cur = 99;                       // 100/s
     Check c = check(l, {&e});
     ASSERT_EQ(c.rc, RRL_LEASE_DECIDED);
     EXPECT_GE(c.renew[0], 1u);
@@ -164,4 +183,75 @@ TEST(LeaseCallLearn, ARefusalAndAFailure) {
     e.renewing_until_us = kNow + kTimeout;
     EXPECT_EQ(rrl_lease_call_learn(&l, nullptr, &e, 0, kNow, kNow), -1);
     EXPECT_EQ(e.renewing_until_us, 0);
+}
+
+// rrl_lease_settle(): a limit decided from a lease settles there while
+// that lease is the one alive; a charge needs its units there.
+namespace {
+
+rrl_call_limit_t settling(std::uint64_t e, std::uint64_t a) {
+    rrl_call_limit_t l = lease_limit(e);
+    l.settle_actual = a;
+    l.settle_at_us = kWall - 200 * kMs;
+    return l;
+}
+
+rrl_lease_entry_t taken(const rrl_call_limit_t& l, std::uint64_t units) {
+    rrl_lease_entry_t e = alive(l, units);
+    e.taken_at_us = kWall - 200 * kMs;
+    e.used = 150;
+    return e;
+}
+
+}  // namespace
+
+TEST(LeaseSettle, ARefundGoesBackIntoTheLease) {
+    rrl_call_limit_t l = settling(100, 30);
+    rrl_lease_entry_t e = taken(l, 5);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(e.units, 75u);
+    EXPECT_EQ(e.used, 80u);
+    // used never below 0
+    e.used = 10;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(e.units, 145u);
+    EXPECT_EQ(e.used, 0u);
+}
+
+TEST(LeaseSettle, AChargeTakesItsUnitsWhenThere) {
+    rrl_call_limit_t l = settling(10, 50);
+    rrl_lease_entry_t e = taken(l, 40);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(e.units, 0u);
+    EXPECT_EQ(e.used, 190u);
+    // not enough left: to Redis, nothing changed
+    e.units = 39;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(e.units, 39u);
+    EXPECT_EQ(e.used, 190u);
+    // nothing to settle: settled
+    rrl_call_limit_t same = settling(10, 10);
+    EXPECT_EQ(rrl_lease_settle(&e, &same, kNow), 1);
+    EXPECT_EQ(e.units, 39u);
+}
+
+TEST(LeaseSettle, OnlyInTheSameLeaseAlive) {
+    rrl_call_limit_t l = settling(100, 30);
+    rrl_lease_entry_t e = taken(l, 5);
+    rrl_lease_entry_t before = e;
+
+    // another lease since (taken at another time)
+    e.taken_at_us = kWall;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    // ended
+    e = before;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us), 0);
+    // another zone's numbers (a reload)
+    e.limit = 999;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(rrl_lease_settle(nullptr, &l, kNow), 0);
+    e.limit = before.limit;
+    EXPECT_EQ(e.units, before.units);
+    EXPECT_EQ(e.used, before.used);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us - 1), 1);
 }

@@ -57,6 +57,44 @@ TEST(LimitConf, VariableCostIsTheHosts) {
     EXPECT_EQ(conf.cost, 1u);
 }
 
+// settle=VALUE: a complex value, the host's to compile as cost=$VAR is;
+// host_word tells the host which of the two the word was
+TEST(LimitConf, SettleIsTheHosts) {
+    rrl::LimitConf conf;
+    int host = 0;
+    EXPECT_EQ(conf.settle, "");
+    EXPECT_EQ(parse({"zone=z", "cost=2000",
+                     "settle=$upstream_http_x_usage_total_tokens"},
+                    conf, &host),
+              "");
+    EXPECT_EQ(host, 1);
+    EXPECT_EQ(conf.settle, "$upstream_http_x_usage_total_tokens");
+    EXPECT_EQ(conf.host_word, RRL_CONF_HOST_SETTLE);
+    EXPECT_EQ(conf.cost, 2000u);
+
+    rrl::LimitConf both;
+    rrl::ConfWord w = rrl::limit_conf_word(both, kLimit, "settle=x$bytes_sent");
+    EXPECT_TRUE(w.host);
+    EXPECT_EQ(both.host_word, RRL_CONF_HOST_SETTLE);
+    w = rrl::limit_conf_word(both, kLimit, "cost=$arg_cost");
+    EXPECT_TRUE(w.host);
+    EXPECT_EQ(both.host_word, RRL_CONF_HOST_COST);
+    EXPECT_EQ(both.settle, "x$bytes_sent");  // kept
+}
+
+TEST(LimitConf, SettleErrors) {
+    EXPECT_EQ(limit_error({"zone=z", "settle="}),
+              "invalid parameter \"settle=\" in \"redis_ratelimit\" directive");
+    EXPECT_EQ(limit_error({"zone=z", "settle=$a", "settle=$b"}),
+              "duplicate parameter \"settle=$b\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"zone=z", "settle=$a", "settle=$a"}),
+              "duplicate parameter \"settle=$a\" in \"redis_ratelimit\" "
+              "directive");
+    EXPECT_EQ(limit_error({"settle=$a"}),
+              "\"redis_ratelimit\" must have \"zone\" parameter");
+}
+
 TEST(LimitConf, Errors) {
     const std::string range =
         " in \"redis_ratelimit\" directive, it must be a number from 1 to "
@@ -142,8 +180,17 @@ TEST(LimitConfCApi, Words) {
     EXPECT_EQ(l.cost, 1u);
     EXPECT_EQ(std::string(l.cost_arg.data, l.cost_arg.len), "1");
     EXPECT_EQ(c_word(&conf, "zone=z"), RRL_OK);
+    EXPECT_EQ(l.settle.len, 0u);
     EXPECT_EQ(c_word(&conf, "cost=$c"), RRL_CONF_HOST);
+    EXPECT_EQ(l.host_word, RRL_CONF_HOST_COST);
     EXPECT_EQ(std::string(l.variable.data, l.variable.len), "$c");
+    EXPECT_EQ(c_word(&conf, "settle=$u"), RRL_CONF_HOST);
+    EXPECT_EQ(l.host_word, RRL_CONF_HOST_SETTLE);
+    EXPECT_EQ(std::string(l.settle.data, l.settle.len), "$u");
+    EXPECT_EQ(c_word(&conf, "settle=$v"), RRL_ERROR);
+    EXPECT_STREQ(conf.err,
+                 "duplicate parameter \"settle=$v\" in \"redis_ratelimit\" "
+                 "directive");
     EXPECT_EQ(c_word(&conf, "cost=7"), RRL_OK);
     EXPECT_EQ(l.cost, 7u);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);

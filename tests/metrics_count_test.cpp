@@ -89,7 +89,10 @@ TEST(MetricsCount, AZonesCountersInOneArray) {
     for (uint64_t v : z.lease_events) EXPECT_EQ(v, n++);
     EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_LEASES} + RRL_LEASE_EVENTS + 1);
     for (uint64_t v : z.lease_from) EXPECT_EQ(v, n++);
+    EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_SETTLE} + 1);
+    for (uint64_t v : z.settle_results) EXPECT_EQ(v, n++);
     EXPECT_EQ(n, uint64_t{RRL_METRICS_ZONE_COUNTERS} + 1);
+    EXPECT_EQ(RRL_METRICS_ZONE_COUNTERS, RRL_METRICS_ZONE_SETTLE + 2);
     EXPECT_EQ(z.overrides, 1);  // not a counter
     EXPECT_EQ(z.name, nullptr);
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "rrl.h"
+#include "rrl_settle.h"
 
 namespace {
 
@@ -219,6 +220,52 @@ TEST(Metrics, LeasesOfTheLeaseZonesOnly) {
     std::string none = format(m);
     EXPECT_EQ(none.find("lease"), std::string::npos);
     EXPECT_EQ(none.find("le\\\"ase\",event"), std::string::npos);
+}
+
+// The settlements' family: only zones with a settle= limit, HELP once,
+// the results by RRL_SETTLE_*; none of it without such a zone.
+TEST(Metrics, SettlementsOfTheSettleZonesOnly) {
+    rrl_metrics_zone_t zones[3] = {};
+    zones[0].name = "plain";
+    zones[0].len = 5;
+    zones[1].name = "tok\"ens";
+    zones[1].len = 7;
+    zones[1].settle = 1;
+    zones[1].settle_results[RRL_SETTLE_SETTLED] = 40;
+    zones[1].settle_results[RRL_SETTLE_FAILED] = 3;
+    zones[2].name = "b";
+    zones[2].len = 1;
+    zones[2].settle = 1;
+
+    rrl_metrics_t m{};
+    m.zones = zones;
+    m.nzones = 3;
+    std::string text = format(m);
+
+    for (const char* line :
+         {"# HELP redis_ratelimit_settlements_total Settlements (settle=) of "
+          "the zone's limits, by result: settled (refunded, charged, or "
+          "nothing to settle), settle_failed (no number in the value, or "
+          "Redis failed: the estimate stays charged).",
+          "# TYPE redis_ratelimit_settlements_total counter",
+          "redis_ratelimit_settlements_total{zone=\"tok\\\"ens\",result="
+          "\"settled\"} 40",
+          "redis_ratelimit_settlements_total{zone=\"tok\\\"ens\",result="
+          "\"settle_failed\"} 3",
+          "redis_ratelimit_settlements_total{zone=\"b\",result=\"settled\"} 0",
+          "redis_ratelimit_settlements_total{zone=\"b\",result="
+          "\"settle_failed\"} 0"}) {
+        EXPECT_TRUE(has_line(text, line)) << line;
+    }
+    EXPECT_EQ(text.find("{zone=\"plain\",result="), std::string::npos);
+    size_t help = text.find("# HELP redis_ratelimit_settlements_total ");
+    EXPECT_EQ(text.find("# HELP redis_ratelimit_settlements_total ", help + 1),
+              std::string::npos);
+    EXPECT_LT(help, text.find("redis_ratelimit_settlements_total{"));
+
+    zones[1].settle = 0;
+    zones[2].settle = 0;
+    EXPECT_EQ(format(m).find("settle"), std::string::npos);
 }
 
 }  // namespace

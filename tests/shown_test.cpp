@@ -172,6 +172,45 @@ TEST(Shown, VariablesNotFoundUntilDecided) {
     EXPECT_EQ(variable(RRL_VAR_STATUS, r.shown), "");
 }
 
+// $redis_ratelimit_cost: the units the limit shown charged up front; "0"
+// when none were; not found when the request was not limited.
+TEST(Shown, CostOfTheLimitShownWhenCharged) {
+    std::vector<rrl_call_limit_t> l = {limit(a, RRL_FIXED_WINDOW, 10, 1000, 0),
+                                       limit(b, RRL_FIXED_WINDOW, 10, 1000, 0)};
+    l[0].cost = 2000;
+    l[1].cost = 3;
+    Request r(l, {{1, 9, 1000, 0}, {1, 4, 1000, 0}}, RRL_SHOW_LEGACY);
+    EXPECT_EQ(variable(RRL_VAR_COST, r.shown), "3");  // b: 4 remaining
+    for (unsigned s : {RRL_STATUS_DELAYED, RRL_STATUS_DELAYED_DRY_RUN,
+                       RRL_STATUS_FAILED_LOCAL}) {
+        r.shown.status = s;
+        EXPECT_EQ(variable(RRL_VAR_COST, r.shown), "3") << s;
+    }
+    r.shown.decided = 0;  // failed open, closed: nothing charged
+    for (unsigned s : {RRL_STATUS_FAILED_OPEN, RRL_STATUS_FAILED_CLOSED,
+                       RRL_STATUS_PASSED}) {
+        r.shown.status = s;
+        EXPECT_EQ(variable(RRL_VAR_COST, r.shown), "0") << s;
+    }
+    r.shown.status = 0;
+    EXPECT_EQ(variable(RRL_VAR_COST, r.shown), "");
+
+    // every limit unlimited (an override): none shown, nothing charged
+    Request u(l, {{1, 9, 1000, 0}, {1, 4, 1000, 0}}, RRL_SHOW_LEGACY);
+    u.limits[0].override = RRL_OVERRIDE_UNLIMITED;
+    u.limits[1].override = RRL_OVERRIDE_UNLIMITED;
+    EXPECT_EQ(variable(RRL_VAR_COST, u.shown), "0");
+    EXPECT_EQ(variable(RRL_VAR_REMAINING, u.shown), "");
+
+    // rejected, in a dry run or not, or by the local zone: "0"
+    Request no(l, {{1, 9, 1000, 0}, {0, 0, 1000, 500000}}, RRL_SHOW_LEGACY);
+    for (unsigned s : {RRL_STATUS_REJECTED, RRL_STATUS_REJECTED_DRY_RUN,
+                       RRL_STATUS_FAILED_LOCAL}) {
+        no.shown.status = s;
+        EXPECT_EQ(variable(RRL_VAR_COST, no.shown), "0") << s;
+    }
+}
+
 TEST(Shown, RttInMsWithThreeDecimals) {
     Request r({limit(a, RRL_FIXED_WINDOW, 10, 1000, 0)}, {{1, 9, 1000, 0}},
               RRL_SHOW_LEGACY);

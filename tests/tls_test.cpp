@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "rrl_conf.h"
 #include "rrl_tls.h"
 
 namespace {
@@ -114,6 +115,47 @@ TEST_F(TlsTest, FilesThatCannotBeUsedAreNamed) {
     EXPECT_EQ(error_of(files("", file("client.pem"), file("other.key")))
                   .rfind("cannot use tls_key=\"" + file("other.key"), 0),
               0u);
+}
+
+rrl_conf_str_t str(const std::string& s) {
+    return {s.data(), s.size()};
+}
+
+// a server's files, a relative name under nginx's conf prefix
+TEST_F(TlsTest, TheServersFilesUnderThePrefix) {
+    std::string prefix = dir_ + "/", ca = "ca.pem", key = "client.key";
+    std::string cert = file("client.pem"), missing = "missing.pem";
+    rrl_server_conf_t sc{};
+    char why[256] = "untouched";
+
+    sc.tls_verify = 1;
+    rrl_tls_t* tls =
+        rrl_server_tls(&sc, prefix.data(), prefix.size(), why, sizeof(why));
+    ASSERT_NE(tls, nullptr) << why;  // no file: the system's CAs
+    rrl_tls_free(tls);
+
+    sc.tls_ca = str(ca);
+    sc.tls_cert = str(cert);  // absolute: as written
+    sc.tls_key = str(key);
+    tls = rrl_server_tls(&sc, prefix.data(), prefix.size(), why, sizeof(why));
+    ASSERT_NE(tls, nullptr) << why;
+    EXPECT_STREQ(why, "untouched");
+    rrl_tls_free(tls);
+
+    sc.tls_ca = str(missing);
+    EXPECT_EQ(
+        rrl_server_tls(&sc, prefix.data(), prefix.size(), why, sizeof(why)),
+        nullptr);
+    EXPECT_EQ(std::string(why), "cannot read tls_ca=\"" + file("missing.pem") +
+                                    "\": No such file or directory");
+
+    sc.tls_ca = str(ca);
+    sc.tls_key = str(missing);
+    EXPECT_EQ(
+        rrl_server_tls(&sc, prefix.data(), prefix.size(), why, sizeof(why)),
+        nullptr);
+    EXPECT_EQ(std::string(why), "cannot read tls_key=\"" + file("missing.pem") +
+                                    "\": No such file or directory");
 }
 
 }  // namespace

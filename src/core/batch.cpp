@@ -104,11 +104,16 @@ const std::string& Batch::command(std::string_view sha) {
         }
     }
 
-    // each request: its count, then each limit's zone and cost
+    // each request: its count ("s<n>": a settlement), then each limit's
+    // zone and cost
     std::size_t next = 0;
 
     for (const Entry& e : entries_) {
-        resp_bulk(command_, e.limits);
+        if (e.plan->settlement()) {
+            resp_bulk(command_, "s" + std::to_string(e.limits));
+        } else {
+            resp_bulk(command_, e.limits);
+        }
         for (std::size_t j = 0; j < e.limits; j++) {
             resp_bulk(command_, zone_of[next++]);
             resp_bulk(command_, e.plan->cost(e.part, j));

@@ -48,7 +48,8 @@ class Batch {
     std::size_t share(std::size_t i) const;
 
     // [EVALSHA sha nkeys key.. "batch" "" nzones (zone's 4 arguments)..
-    // (n (zone cost)..)..] in RESP; built on the first call, then kept.
+    // (n (zone cost)..)..] in RESP, n "s<n>" for a settlement (its cost
+    // "E:A:T"); built on the first call, then kept.
     const std::string& command(std::string_view sha);
 
     // Its outcome for the breaker, once a batch: false when every part's

@@ -6,6 +6,7 @@
 #include "resp.hpp"
 #include "rrl.h"
 #include "rrl_call_args.h"
+#include "settle.hpp"
 #include "slot.hpp"
 
 namespace rrl {
@@ -41,6 +42,7 @@ Call::Call(const std::vector<std::string_view>& argv,
 
     sha_ = argv[1];
     time_ = argv[3 + n];
+    settlement_ = time_ == kSettleForm;
 
     for (std::size_t j = 0; j < n; j++) {
         Limit l;
@@ -49,7 +51,7 @@ Call::Call(const std::vector<std::string_view>& argv,
             l.args[k] = argv[4 + n + RRL_ARGS_PER_LIMIT * j + k];
         }
         l.zone = zones[j];
-        l.width = reply_width(l.args[0]);
+        l.width = settlement_ ? RRL_REPLY_PER_LIMIT : reply_width(l.args[0]);
         limits_.push_back(std::move(l));
     }
 
@@ -151,7 +153,8 @@ std::size_t Call::merge(std::int64_t* out, std::size_t cap) const {
 bool Call::to_release(std::size_t part) const {
     const Part& p = at(part);
 
-    if (!p.ok || p.values[0] != 1) return false;
+    // a settlement reserves nothing: its parts settle their own keys
+    if (settlement_ || !p.ok || p.values[0] != 1) return false;
 
     return std::any_of(parts_.begin(), parts_.end(),
                        [](const Part& x) { return !x.ok || x.values[0] != 1; });

@@ -26,12 +26,15 @@ class Call {
    public:
     // argv as the handler builds it:
     // [EVALSHA sha n key.. time (algorithm limit period burst cost)..];
+    // time "settle": a settlement (settle.hpp), 4 integers a limit in its
+    // reply whatever its zone, never released;
     // zones[j] names limit j's zone (a batch sends each zone's arguments
     // once). Throws std::invalid_argument when argv is not of that shape.
     Call(const std::vector<std::string_view>& argv,
          std::vector<const void*> zones, bool cluster);
 
     std::size_t parts() const { return parts_.size(); }
+    bool settlement() const { return settlement_; }
     unsigned slot(std::size_t part) const { return at(part).slot; }
     std::size_t limits(std::size_t part) const { return at(part).index.size(); }
     // The integers of the part's reply.
@@ -130,6 +133,7 @@ class Call {
     std::vector<Limit> limits_;
     std::vector<Part> parts_;
     bool detached_ = false;
+    bool settlement_ = false;
 };
 
 }  // namespace rrl

@@ -47,7 +47,23 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
     return size;
 }
 
+namespace {
+
+// a check's cost field: C, or a lease limit's "C:W:B:T"
+std::string check_cost(const CallLimit& l) {
+    return l.lease != 0 ? lease_cost(l) : std::to_string(l.cost);
+}
+
+}  // namespace
+
 std::vector<std::string_view> call_args(std::string_view sha1,
+                                        const CallLimit* limits, std::size_t n,
+                                        std::string& out) {
+    return form_args(sha1, "", check_cost, limits, n, out);
+}
+
+std::vector<std::string_view> form_args(std::string_view sha1,
+                                        std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
     std::vector<std::size_t> ends;
@@ -67,7 +83,7 @@ std::vector<std::string_view> call_args(std::string_view sha1,
         push(build_key(limits[i].zone, *limits[i].algorithm, limits[i].key));
     }
 
-    push("");
+    push(form);
 
     for (std::size_t i = 0; i < n; i++) {
         const CallLimit& l = limits[i];
@@ -81,7 +97,7 @@ std::vector<std::string_view> call_args(std::string_view sha1,
         push(std::to_string(l.limit));
         push(std::to_string(l.period_ms));
         push(std::to_string(l.burst));
-        push(l.lease != 0 ? lease_cost(l) : std::to_string(l.cost));
+        push(cost(l));
     }
 
     // views only now: out may have grown on the way
@@ -92,6 +108,32 @@ std::vector<std::string_view> call_args(std::string_view sha1,
         start = end;
     }
     return args;
+}
+
+bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
+                    std::vector<CallLimit>& out) {
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; i++) {
+        const Algorithm* a = algorithm(in[i].algorithm);
+        if (a == nullptr) return false;
+        CallLimit l{};
+        l.zone = {in[i].zone, in[i].zone_len};
+        l.algorithm = a;
+        l.limit = in[i].limit;
+        l.period_ms = in[i].period_ms;
+        l.burst = in[i].burst;
+        l.cost = in[i].cost;
+        l.key = {reinterpret_cast<const char*>(in[i].key), in[i].key_len};
+        l.overrides = in[i].overrides != 0;
+        l.lease = in[i].lease;
+        l.lease_want = in[i].lease_want;
+        l.lease_back = in[i].lease_back;
+        l.lease_back_at = in[i].lease_back_at;
+        l.settle_actual = in[i].settle_actual;
+        l.settle_at_us = in[i].settle_at_us;
+        out.push_back(l);
+    }
+    return true;
 }
 
 std::size_t reply_width(const CallLimit& limit) {

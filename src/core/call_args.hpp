@@ -12,6 +12,7 @@
 
 #include "algorithm.hpp"
 #include "rrl.h"
+#include "rrl_call_args.h"
 
 namespace rrl {
 
@@ -31,7 +32,14 @@ struct CallLimit {
     std::uint64_t lease_want = 0;
     std::uint64_t lease_back = 0;
     std::int64_t lease_back_at = 0;
+    // settle=VALUE (settle.hpp): A, and T, Redis's time of the charge
+    std::uint64_t settle_actual = 0;
+    std::int64_t settle_at_us = 0;
 };
+
+// The C API's limits as the core's (views into in); false: a bad algorithm.
+bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
+                    std::vector<CallLimit>& out);
 
 // W of a lease limit: what it asks for, at least the cost and 1.
 std::uint64_t lease_want(const CallLimit& limit);
@@ -46,6 +54,14 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n);
 // The call's arguments, appended to out (reserved by the caller, so that
 // views into it stay valid), one view each.
 std::vector<std::string_view> call_args(std::string_view sha1,
+                                        const CallLimit* limits, std::size_t n,
+                                        std::string& out);
+
+// The layout of call_args() for the script's other forms (settle.hpp):
+// ARGV[1] is form and each limit's cost field cost(limit).
+using CostField = std::string (*)(const CallLimit&);
+std::vector<std::string_view> form_args(std::string_view sha1,
+                                        std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);
 

@@ -6,8 +6,11 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "log.hpp"
+#include "rrl.h"
 
 namespace rrl::capi {
 
@@ -28,6 +31,20 @@ R guarded(const char* what, R on_error, F&& body) noexcept {
 inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
     if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
     return value.size();
+}
+
+// A call's arguments (args, views into out) into buf, size bytes, each
+// pointed to by argv, its length in argvlen; RRL_ERROR when they do not fit.
+inline int put_args(const std::string& out,
+                    const std::vector<std::string_view>& args, char* buf,
+                    size_t size, const char** argv, size_t* argvlen) noexcept {
+    if (out.size() > size) return RRL_ERROR;
+    std::memcpy(buf, out.data(), out.size());
+    for (size_t i = 0; i < args.size(); i++) {
+        argv[i] = buf + (args[i].data() - out.data());
+        argvlen[i] = args[i].size();
+    }
+    return RRL_OK;
 }
 
 }  // namespace rrl::capi

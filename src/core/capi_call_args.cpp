@@ -11,39 +11,12 @@
 
 using rrl::capi::guarded;
 
-namespace {
-
-bool to_limits(const rrl_call_limit_t* in, size_t n,
-               std::vector<rrl::CallLimit>& out) {
-    out.reserve(n);
-    for (size_t i = 0; i < n; i++) {
-        const rrl::Algorithm* a = rrl::algorithm(in[i].algorithm);
-        if (a == nullptr) return false;
-        rrl::CallLimit l{};
-        l.zone = {in[i].zone, in[i].zone_len};
-        l.algorithm = a;
-        l.limit = in[i].limit;
-        l.period_ms = in[i].period_ms;
-        l.burst = in[i].burst;
-        l.cost = in[i].cost;
-        l.key = {reinterpret_cast<const char*>(in[i].key), in[i].key_len};
-        l.overrides = in[i].overrides != 0;
-        l.lease = in[i].lease;
-        l.lease_want = in[i].lease_want;
-        l.lease_back = in[i].lease_back;
-        l.lease_back_at = in[i].lease_back_at;
-        out.push_back(l);
-    }
-    return true;
-}
-
-}  // namespace
-
 size_t rrl_call_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_call_args_size", size_t{0}, [&] {
         std::vector<rrl::CallLimit> l;
-        return to_limits(limits, n, l) ? rrl::call_args_size(l.data(), n)
-                                       : size_t{0};
+        return rrl::to_call_limits(limits, n, l)
+                   ? rrl::call_args_size(l.data(), n)
+                   : size_t{0};
     });
 }
 
@@ -52,27 +25,21 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
                   size_t* argvlen) noexcept {
     return guarded("rrl_call_args", RRL_ERROR, [&] {
         std::vector<rrl::CallLimit> l;
-        if (!to_limits(limits, n, l)) return RRL_ERROR;
+        if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
 
         std::string out;
         out.reserve(size);
         auto args = rrl::call_args({sha1, sha1_len}, l.data(), n, out);
-        if (out.size() > size) return RRL_ERROR;
-
-        std::memcpy(buf, out.data(), out.size());
-        for (size_t i = 0; i < args.size(); i++) {
-            argv[i] = buf + (args[i].data() - out.data());
-            argvlen[i] = args[i].size();
-        }
-        return RRL_OK;
+        return rrl::capi::put_args(out, args, buf, size, argv, argvlen);
     });
 }
 
 size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_reply_values", size_t{0}, [&] {
         std::vector<rrl::CallLimit> l;
-        return to_limits(limits, n, l) ? rrl::reply_values(l.data(), n)
-                                       : size_t{0};
+        return rrl::to_call_limits(limits, n, l)
+                   ? rrl::reply_values(l.data(), n)
+                   : size_t{0};
     });
 }
 
@@ -138,7 +105,7 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
         }
 
         std::vector<rrl::CallLimit> l;
-        if (!to_limits(limits, n, l)) return RRL_ERROR;
+        if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
 
         // the script's reply to limits with overrides or leases (not a
         // failed request's, -1); the deny cache and the local zone write 4
@@ -225,7 +192,7 @@ size_t rrl_override_message(char* buf, size_t size,
                 return l.override == RRL_OVERRIDE_INVALID;
             });
         std::vector<rrl::CallLimit> l;
-        if (invalid == limits + n || !to_limits(invalid, 1, l)) {
+        if (invalid == limits + n || !rrl::to_call_limits(invalid, 1, l)) {
             return size_t{0};
         }
         return rrl::capi::put(rrl::override_message(l[0]), buf, size);

@@ -119,13 +119,15 @@ void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
 }
 
 rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {
-    return {view(c.zone_name), c.cost,  view(c.cost_arg),
-            view(c.variable),  c.delay, view(c.delay_word)};
+    return {view(c.zone_name), c.cost,     view(c.cost_arg),
+            view(c.variable),  c.delay,    view(c.delay_word),
+            view(c.settle),    c.host_word};
 }
 
 void to_c(const rrl::LimitConf& l, rrl_limit_conf_t* c) {
-    *c = {str(l.zone_name), l.cost,  str(l.cost_arg),
-          str(l.variable),  l.delay, str(l.delay_word)};
+    *c = {str(l.zone_name), l.cost,     str(l.cost_arg),
+          str(l.variable),  l.delay,    str(l.delay_word),
+          str(l.settle),    l.host_word};
 }
 
 // the local zone is the C API's: set at done, from zone_word

@@ -22,8 +22,8 @@ struct Renewal {
     std::string args;
     std::vector<const char*> argv;
     std::vector<std::size_t> argvlen;
-    std::int64_t values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT +
-                        RRL_REPLY_LEASE];
+    std::int64_t
+        values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE];
     rrl_engine_result_t result;
     const void* zone;
     std::int64_t sent;
@@ -36,9 +36,8 @@ void renewed(void*, void* data) {
     rrl_limit_result_t result{};
     rrl_decision_t decision{};
     bool ok = rn->result.rc == RRL_OK &&
-              rrl_call_reply_decode(rn->values, rn->result.nvalues,
-                                    &rn->limit, 1, &result,
-                                    &decision) == RRL_OK;
+              rrl_call_reply_decode(rn->values, rn->result.nvalues, &rn->limit,
+                                    1, &result, &decision) == RRL_OK;
 
     rn->learned(rn->arg, rn->argv[RRL_CALL_KEY(0)],
                 rn->argvlen[RRL_CALL_KEY(0)], &rn->limit,
@@ -50,8 +49,8 @@ void renewed(void*, void* data) {
 extern "C" {
 
 int rrl_lease_call_check(rrl_call_limit_t* limits,
-                         rrl_lease_entry_t* const* entries, size_t n,
-                         int ask, int64_t now_us, int64_t wall_us,
+                         rrl_lease_entry_t* const* entries, size_t n, int ask,
+                         int64_t now_us, int64_t wall_us,
                          int64_t renew_timeout_us, int64_t* values,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
@@ -67,9 +66,9 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
 
         std::vector<int> flags(n, 0);
 
-        if (leased == n && rrl_lease_decide(l.data(), entries, n, now_us,
-                                            wall_us, renew_timeout_us,
-                                            values, flags.data())) {
+        if (leased == n &&
+            rrl_lease_decide(l.data(), entries, n, now_us, wall_us,
+                             renew_timeout_us, values, flags.data())) {
             for (std::size_t i = 0; i < n; i++) {
                 if (!flags[i]) continue;
                 // a renewal asks at no cost; what it wants is all lease
@@ -78,6 +77,10 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
                 std::int64_t back_at = 0;
                 rrl_lease_want(&r, entries[i], now_us, wall_us, &renew[i],
                                &back, &back_at);
+            }
+            // a settlement's T: the time Redis knows this lease's charge by
+            for (std::size_t i = 0; i < n; i++) {
+                limits[i].settle_at_us = entries[i]->taken_at_us;
             }
             return RRL_LEASE_DECIDED;
         }
@@ -112,9 +115,9 @@ int rrl_lease_call_learn(const rrl_call_limit_t* limit,
     }
 
     rrl_lease_limit_t l = lease_limit(*limit, limit->cost);
-    int event = rrl_lease_learn(&l, entry, result, limit->lease_granted,
-                                limit->lease_ttl_us, redis_now_us, sent_us,
-                                now_us);
+    int event =
+        rrl_lease_learn(&l, entry, result, limit->lease_granted,
+                        limit->lease_ttl_us, redis_now_us, sent_us, now_us);
     // the grant in flight (a request's or a renewal's) has landed
     entry->renewing_until_us = 0;
     return event;

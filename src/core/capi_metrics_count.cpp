@@ -26,6 +26,8 @@ void rrl_metrics_zone_counts(rrl_metrics_zone_t* z,
                 z->lease_events);
     std::copy_n(counters + RRL_METRICS_ZONE_LEASES + RRL_METRICS_LEASE_EVENTS,
                 RRL_METRICS_LEASE_FROM, z->lease_from);
+    std::copy_n(counters + RRL_METRICS_ZONE_SETTLE, RRL_METRICS_SETTLE_RESULTS,
+                z->settle_results);
 }
 
 int rrl_metrics_reply_error(int replied, int array, const char* error,

@@ -289,4 +289,25 @@ void lease_renewal_failed(rrl_lease_entry_t* entry) {
     entry->renewing_until_us = 0;
 }
 
+bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                  std::uint64_t cost, std::uint64_t actual,
+                  std::int64_t taken_at_us, std::int64_t now_us) {
+    if (entry == nullptr || !lease_same_zone(limit, *entry) ||
+        entry->taken_at_us != taken_at_us || now_us >= entry->lease_end_us) {
+        return false;
+    }
+
+    if (actual < cost) {
+        std::uint64_t refund = cost - actual;
+        entry->units = add_sat(entry->units, refund);
+        entry->used -= std::min(entry->used, refund);
+    } else {
+        std::uint64_t charge = actual - cost;
+        if (entry->units < charge) return false;
+        entry->units -= charge;
+        entry->used = add_sat(entry->used, charge);
+    }
+    return true;
+}
+
 }  // namespace rrl

@@ -97,4 +97,16 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
 void lease_renewal_failed(rrl_lease_entry_t* entry);
 
+// Settlement (settle=VALUE) of a request decided from the lease taken at
+// taken_at_us (Redis's time), its cost E, its actual cost A: in the entry
+// when exact, true; false: go to Redis. Exact while that lease is the one
+// alive (taken_at_us equal, now_us before its end, the zone's numbers):
+// a refund puts E - A back into its units (used less by as much, at
+// least 0), as if never taken; a charge takes A - E from them when it has
+// that many left. The units then go on as any: to requests, or given back
+// to Redis at the lease's end.
+bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                  std::uint64_t cost, std::uint64_t actual,
+                  std::int64_t taken_at_us, std::int64_t now_us);
+
 }  // namespace rrl

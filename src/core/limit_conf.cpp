@@ -33,11 +33,25 @@ ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
         return {};
     }
 
+    if (auto settle = conf_value(word, "settle=")) {
+        if (settle->empty()) {
+            return {false, invalid_parameter(word, directive)};
+        }
+        if (!conf.settle.empty()) {
+            return {false, "duplicate parameter " + quoted(word) + " in " +
+                               quoted(directive) + " directive"};
+        }
+        conf.settle = *settle;
+        conf.host_word = RRL_CONF_HOST_SETTLE;
+        return {true, ""};
+    }
+
     auto value = conf_value(word, "cost=");
     if (!value) return {false, invalid_parameter(word, directive)};
 
     if (!value->empty() && (*value)[0] == '$') {
         conf.variable = *value;
+        conf.host_word = RRL_CONF_HOST_COST;
         return {true, ""};
     }
 

@@ -1,5 +1,5 @@
-// The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR] [delay=D |
-// nodelay]" and of the
+// The grammar of "redis_ratelimit zone=NAME [cost=N|cost=$VAR]
+// [settle=VALUE] [delay=D | nodelay]" and of the
 // parameters of "redis_ratelimit_fail MODE [local_zone=NAME:SIZE]
 // [local_share=1/N]" (the words after MODE) and "redis_ratelimit_status
 // CODE": a location's directives.
@@ -11,6 +11,7 @@
 
 #include "conf_word.hpp"
 #include "rrl_call_args.h"
+#include "rrl_conf.h"
 
 namespace rrl {
 
@@ -21,10 +22,13 @@ struct LimitConf {
     std::string_view variable;             // of the last "cost=$VAR"
     std::uint64_t delay = RRL_DELAY_NONE;  // D of delay=D; nodelay: none
     std::string_view delay_word;           // "delay=D" or "nodelay"
+    std::string_view settle;               // VALUE of settle=VALUE
+    int host_word = RRL_CONF_HOST_COST;    // the last word the host's: which
 };
 
 // A "cost=$VAR" word is the host's to compile (ConfWord::host), from
-// conf.variable.
+// conf.variable; a "settle=VALUE" word too (a complex value: a variable,
+// usually), from conf.settle; conf.host_word tells them apart.
 ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
                          std::string_view word);
 std::string limit_conf_done(const LimitConf& conf, std::string_view directive);

@@ -38,6 +38,10 @@ constexpr std::array<const char*, RRL_METRICS_LEASE_EVENTS> kLeaseEvents = {
 constexpr std::array<const char*, RRL_METRICS_LEASE_FROM> kLeaseFrom = {
     "lease", "redis"};
 
+// a settlement's result, by RRL_SETTLE_* (rrl_settle.h)
+constexpr std::array<const char*, RRL_METRICS_SETTLE_RESULTS> kSettleResults = {
+    "settled", "settle_failed"};
+
 constexpr std::array<const char*, RRL_METRICS_CIRCUIT_STATES> kCircuits = {
     "closed", "half_open", "open"};
 
@@ -146,8 +150,8 @@ std::string metrics_format(const rrl_metrics_t& m) {
         }
     }
 
-    // only for zones with overrides=on, lease=: without, the text is as
-    // before
+    // only for zones with overrides=on, lease=, settle=: without, the
+    // text is as before
     zone_family(
         out, m, "redis_ratelimit_overrides_total",
         "Requests whose limit in the zone was an override from Redis, by "
@@ -175,6 +179,16 @@ std::string metrics_format(const rrl_metrics_t& m) {
         [](const rrl_metrics_zone_t& z) { return z.lease != 0; },
         [](const rrl_metrics_zone_t& z, std::size_t k) {
             return z.lease_from[k];
+        });
+    zone_family(
+        out, m, "redis_ratelimit_settlements_total",
+        "Settlements (settle=) of the zone's limits, by result: settled "
+        "(refunded, charged, or nothing to settle), settle_failed (no number "
+        "in the value, or Redis failed: the estimate stays charged).",
+        "result", kSettleResults,
+        [](const rrl_metrics_zone_t& z) { return z.settle != 0; },
+        [](const rrl_metrics_zone_t& z, std::size_t k) {
+            return z.settle_results[k];
         });
 
     header(out, "redis_ratelimit_redis_errors_total", "counter",

@@ -428,6 +428,12 @@ void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
 #define RRL_METRICS_LEASE_EVENTS  4
 #define RRL_METRICS_LEASE_FROM    2
 
+/*
+ * redis_ratelimit_settlements_total's results, by RRL_SETTLE_SETTLED,
+ * _FAILED (rrl_settle.h): settled, settle_failed
+ */
+#define RRL_METRICS_SETTLE_RESULTS  2
+
 typedef struct {
     const char  *name;
     size_t       len;
@@ -437,6 +443,8 @@ typedef struct {
     int          lease;        /* lease=P%: the zone's leases are shown */
     uint64_t     lease_events[RRL_METRICS_LEASE_EVENTS];
     uint64_t     lease_from[RRL_METRICS_LEASE_FROM];
+    int          settle;       /* a limit has settle=: settlements shown */
+    uint64_t     settle_results[RRL_METRICS_SETTLE_RESULTS];
 } rrl_metrics_zone_t;
 
 typedef struct {

@@ -76,7 +76,10 @@ typedef struct {
 } rrl_zone_conf_t;
 
 
-/* "redis_ratelimit zone=NAME [cost=N|$VAR] [delay=D | nodelay]" */
+/*
+ * "redis_ratelimit zone=NAME [cost=N|$VAR] [settle=VALUE]
+ * [delay=D | nodelay]"
+ */
 
 typedef struct {
     rrl_conf_str_t  zone_name;
@@ -85,8 +88,16 @@ typedef struct {
     rrl_conf_str_t  variable;      /* "$VAR" of the last cost=$VAR */
     uint64_t        delay;         /* D of delay=D, RRL_DELAY_NONE */
     rrl_conf_str_t  delay_word;    /* "delay=D" or "nodelay", or empty */
+    rrl_conf_str_t  settle;        /* VALUE of settle=VALUE, or empty */
+    int             host_word;     /* RRL_CONF_HOST_*: the host's word */
 } rrl_limit_conf_t;
-/* RRL_CONF_HOST: a cost=$VAR word, to compile from variable */
+/*
+ * RRL_CONF_HOST: a cost=$VAR word, to compile from variable, or a
+ * settle=VALUE word (a complex value), to compile from settle; host_word
+ * says which
+ */
+#define RRL_CONF_HOST_COST    0
+#define RRL_CONF_HOST_SETTLE  1
 
 
 /* "redis_ratelimit_fail MODE [local_zone=NAME:SIZE] [local_share=1/N]" */
@@ -156,6 +167,13 @@ int rrl_conf_done(rrl_conf_t *conf) RRL_NOEXCEPT;
  */
 void rrl_server_engine_conf(const rrl_server_conf_t *sc,
     rrl_engine_conf_t *conf) RRL_NOEXCEPT;
+
+/*
+ * rrl_tls_new() of sc's files and tls_verify, a relative name under prefix
+ * (nginx's conf prefix, as ngx_conf_full_name() has it).
+ */
+rrl_tls_t *rrl_server_tls(const rrl_server_conf_t *sc, const char *prefix,
+    size_t prefix_len, char *why, size_t size) RRL_NOEXCEPT;
 
 /*
  * The zone's part of its requests' limits, made once at configuration:

@@ -123,7 +123,7 @@ typedef void (*rrl_engine_done_pt)(void *request, void *data);
 /* conf and loop are copied; NULL: no memory (logged) */
 rrl_engine_t *rrl_engine_new(const rrl_engine_conf_t *conf,
     const rrl_loop_t *loop) RRL_NOEXCEPT;
-/* the worker exits: connections freed, no reconnect; then freed */
+/* the worker exits: connections freed, no reconnect; then freed. NULL: none */
 void rrl_engine_free(rrl_engine_t *engine) RRL_NOEXCEPT;
 
 /*

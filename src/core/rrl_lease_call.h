@@ -25,7 +25,8 @@ extern "C" {
  * table, or NULL (none, or not a lease zone's). DECIDED when every limit
  * is a lease zone's with units left: taken, values is the script's reply
  * (rrl_reply_values() integers), renew[i] the units a renewal of limit i
- * wants now (0: none; the entry then has one in flight). Else, with ask,
+ * wants now (0: none; the entry then has one in flight), settle_at_us the
+ * lease's taken_at_us (a settlement's T). Else, with ask,
  * ASK: each lease limit's lease_want, lease_back and lease_back_at are set
  * (the cost alone while a grant beyond a cost is in flight for its entry;
  * else this one is, until renew_timeout_us or its answer);

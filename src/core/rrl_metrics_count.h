@@ -33,15 +33,21 @@ int rrl_metrics_override_counter(int override, int replied) RRL_NOEXCEPT;
  * A zone's counters in one array, as the shim keeps them: its requests (by
  * rrl_metrics_request_counter()), then from these offsets its override kinds
  * (rrl_metrics_override_counter()), its lease events and lease requests'
- * froms (RRL_LEASE_*, or RRL_LEASE_EVENTS + RRL_LEASE_FROM_*).
+ * froms (RRL_LEASE_*, or RRL_LEASE_EVENTS + RRL_LEASE_FROM_*), its
+ * settlements' results (RRL_SETTLE_*, rrl_settle.h).
  */
 #define RRL_METRICS_ZONE_OVERRIDES  RRL_METRICS_STATUSES
 #define RRL_METRICS_ZONE_LEASES                                               \
     (RRL_METRICS_ZONE_OVERRIDES + RRL_METRICS_OVERRIDE_KINDS)
-#define RRL_METRICS_ZONE_COUNTERS                                             \
+#define RRL_METRICS_ZONE_SETTLE                                               \
     (RRL_METRICS_ZONE_LEASES + RRL_METRICS_LEASE_EVENTS + RRL_METRICS_LEASE_FROM)
+#define RRL_METRICS_ZONE_COUNTERS                                             \
+    (RRL_METRICS_ZONE_SETTLE + RRL_METRICS_SETTLE_RESULTS)
 
-/* such an array of counters into z's requests, override kinds and leases */
+/*
+ * such an array of counters into z's requests, override kinds, leases and
+ * settlements
+ */
 void rrl_metrics_zone_counts(rrl_metrics_zone_t *z, const uint64_t *counters)
     RRL_NOEXCEPT;
 

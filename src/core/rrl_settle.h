@@ -18,6 +18,10 @@
 extern "C" {
 #endif
 
+/* a settlement's result in the metrics (RRL_METRICS_SETTLE_RESULTS) */
+#define RRL_SETTLE_SETTLED  0  /* refunded, charged, or nothing to settle */
+#define RRL_SETTLE_FAILED   1  /* no number, or Redis failed: E stays */
+
 /*
  * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
  * of decimal digits alone (no sign, blank or fraction) of at most

@@ -21,7 +21,8 @@ typedef struct rrl_tls_s  rrl_tls_t;
  */
 rrl_tls_t *rrl_tls_new(const char *ca, const char *cert, const char *key,
     int verify, char *why, size_t size) RRL_NOEXCEPT;
-void rrl_tls_free(rrl_tls_t *tls) RRL_NOEXCEPT;
+/* tls: an rrl_tls_t (void *: a pool cleanup's handler too) */
+void rrl_tls_free(void *tls) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,20 @@ bool shows_limit(const rrl_shown_t& shown) {
            std::any_of(shown.limits, shown.limits + shown.nlimits, is_shown);
 }
 
+// Whether the request's units were charged up front: it passed (dry run
+// too), or the local zone passed it.
+bool charged(const rrl_shown_t& shown) {
+    switch (static_cast<Status>(shown.status)) {
+        case Status::passed:
+        case Status::delayed:
+        case Status::delayed_dry_run:
+        case Status::failed_local:
+            return shows_limit(shown) && shown.decision->passed;
+        default:
+            return false;
+    }
+}
+
 }  // namespace
 
 std::vector<Field> shown_fields(const rrl_shown_t& shown) {
@@ -113,6 +127,13 @@ std::optional<std::string> shown_variable(int variable,
     if (variable == RRL_VAR_DELAY) {
         if (shown.delay_us <= 0) return std::nullopt;
         return milliseconds(shown.delay_us);
+    }
+
+    if (variable == RRL_VAR_COST) {
+        // the limit shown's, as $redis_ratelimit_remaining's
+        if (shown.status == 0) return std::nullopt;
+        if (!charged(shown)) return std::string("0");
+        return std::to_string(shown.limits[shown.decision->reported].cost);
     }
 
     if (!shows_limit(shown)) return std::nullopt;

@@ -99,8 +99,9 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 
     ngx_int_t                          rc;
     ngx_str_t                         *value, s;
-    ngx_uint_t                         i;
+    ngx_uint_t                         i, settle;
     rrl_conf_t                         c;
+    ngx_http_complex_value_t          *cv;
     ngx_http_redis_ratelimit_limit_t  *limit, *limits;
     ngx_http_compile_complex_value_t   ccv;
 
@@ -138,21 +139,23 @@ ngx_http_redis_ratelimit_limit(ngx_conf_t *cf, ngx_command_t *cmd,
             continue;
         }
 
-        /* cost=$VAR */
+        /* cost=$VAR or settle=VALUE: the core says which */
+        settle = (c.u.limit.host_word == RRL_CONF_HOST_SETTLE);
+        ngx_http_redis_ratelimit_str(&s, settle ? &c.u.limit.settle
+                                                : &c.u.limit.variable);
 
-        limit->cost_value = ngx_palloc(cf->pool,
-                                       sizeof(ngx_http_complex_value_t));
-        if (limit->cost_value == NULL) {
+        cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+        if (cv == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        ngx_http_redis_ratelimit_str(&s, &c.u.limit.variable);
+        *(settle ? &limit->settle : &limit->cost_value) = cv;
 
         ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
 
         ccv.cf = cf;
         ccv.value = &s;
-        ccv.complex_value = limit->cost_value;
+        ccv.complex_value = cv;
 
         if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
             return NGX_CONF_ERROR;
@@ -309,6 +312,12 @@ ngx_http_redis_ratelimit_resolve_limits(ngx_conf_t *cf, ngx_array_t *limits)
                           "directive in %s:%ui", &limit[i].zone_name,
                           limit[i].file, limit[i].line);
             return NGX_ERROR;
+        }
+
+        /* the zone's settlements are shown; a log-phase handler settles */
+        if (limit[i].settle) {
+            limit[i].zone->settle = 1;
+            rmcf->settle = 1;
         }
 
         if (limit[i].cost_value == NULL

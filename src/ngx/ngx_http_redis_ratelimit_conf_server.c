@@ -18,7 +18,6 @@ static char *ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf,
 static char *ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf,
     ngx_command_t *cmd, ngx_http_redis_ratelimit_main_conf_t *rmcf,
     rrl_server_conf_t *sc);
-static void ngx_http_redis_ratelimit_tls_cleanup(void *data);
 
 
 char *
@@ -76,41 +75,24 @@ static char *
 ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_main_conf_t *rmcf, rrl_server_conf_t *sc)
 {
-    ngx_uint_t           i;
-    ngx_str_t            files[3];
     rrl_tls_t           *tls;
     ngx_pool_cleanup_t  *cln;
     char                 why[NGX_MAX_CONF_ERRSTR];
-
-    ngx_http_redis_ratelimit_str(&files[0], &sc->tls_ca);
-    ngx_http_redis_ratelimit_str(&files[1], &sc->tls_cert);
-    ngx_http_redis_ratelimit_str(&files[2], &sc->tls_key);
-
-    for (i = 0; i < 3; i++) {
-        /* relative to nginx's prefix, NUL-terminated */
-        if (files[i].len
-            && ngx_conf_full_name(cf->cycle, &files[i], 1) != NGX_OK)
-        {
-            return NGX_CONF_ERROR;
-        }
-    }
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    tls = rrl_tls_new(files[0].len ? (char *) files[0].data : NULL,
-                      files[1].len ? (char *) files[1].data : NULL,
-                      files[2].len ? (char *) files[2].data : NULL,
-                      sc->tls_verify, why, sizeof(why));
+    tls = rrl_server_tls(sc, (char *) cf->cycle->conf_prefix.data,
+                         cf->cycle->conf_prefix.len, why, sizeof(why));
     if (tls == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\" directive",
                            why, &cmd->name);
         return NGX_CONF_ERROR;
     }
 
-    cln->handler = ngx_http_redis_ratelimit_tls_cleanup;
+    cln->handler = rrl_tls_free;
     cln->data = tls;
 
     rmcf->engine.tls = tls;
@@ -120,23 +102,15 @@ ngx_http_redis_ratelimit_server_tls(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-static void
-ngx_http_redis_ratelimit_tls_cleanup(void *data)
-{
-    rrl_tls_free(data);
-}
-
-
 static char *
 ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_redis_ratelimit_main_conf_t *rmcf, ngx_str_t *value)
 {
     u_char                           *p;
-    size_t                            len;
     ngx_url_t                         u;
     ngx_uint_t                        i;
     struct sockaddr_un               *saun;
-    ngx_http_redis_ratelimit_addr_t  *addr;
+    rrl_engine_addr_t                *addr;
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
@@ -168,35 +142,27 @@ ngx_http_redis_ratelimit_server_addr(ngx_conf_t *cf, ngx_command_t *cmd,
             return NGX_CONF_ERROR;
         }
 
-        ngx_memzero(addr, sizeof(ngx_http_redis_ratelimit_addr_t));
-        addr->name = *value;
+        ngx_memzero(addr, sizeof(rrl_engine_addr_t));
+        addr->name = (char *) value->data;
 
         if (u.family == AF_UNIX) {
+            /* NUL-terminated by ngx_parse_url(), in cf->pool */
             saun = (struct sockaddr_un *) u.addrs[i].sockaddr;
-
-            len = ngx_strlen(saun->sun_path);
-
-            p = ngx_pnalloc(cf->pool, len + 1);
-            if (p == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            *ngx_cpymem(p, saun->sun_path, len) = '\0';
-            addr->unix_path = p;
+            addr->unix_path = saun->sun_path;
 
             continue;
         }
 
-        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+        /* NUL-terminated: zeroed, one byte more */
+        p = ngx_pcalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
         if (p == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        len = ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
-                            NGX_SOCKADDR_STRLEN, 0);
-        p[len] = '\0';
+        (void) ngx_sock_ntop(u.addrs[i].sockaddr, u.addrs[i].socklen, p,
+                             NGX_SOCKADDR_STRLEN, 0);
 
-        addr->host = p;
+        addr->host = (char *) p;
         addr->port = ngx_inet_get_port(u.addrs[i].sockaddr);
     }
 

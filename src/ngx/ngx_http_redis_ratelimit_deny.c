@@ -30,7 +30,7 @@ typedef struct {
 
 static ngx_uint_t ngx_http_redis_ratelimit_deny_limit(
     ngx_http_redis_ratelimit_main_conf_t *rmcf,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t i, ngx_str_t *key,
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t dry_run, uint64_t cost,
     rrl_deny_limit_t *limit);
 
 
@@ -62,7 +62,13 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        sn = ngx_http_redis_ratelimit_deny_limit(rmcf, ctx, i, &key, &limit)
+        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+
+        sn = ngx_http_redis_ratelimit_deny_limit(rmcf, ctx->limits[i]->zone,
+                                                 ctx->conf->dry_run,
+                                                 ctx->call_limits[i].cost,
+                                                 &limit)
              ? ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key) : NULL;
 
         switch (rrl_deny_answer_in(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
@@ -105,73 +111,78 @@ void
 ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
+    ngx_str_t   key;
+    ngx_uint_t  i;
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+
+        ngx_http_redis_ratelimit_deny_keep(ctx->limits[i]->zone,
+                                           ctx->conf->dry_run, &key,
+                                           &ctx->call_limits[i],
+                                           &ctx->limit_results[i], ctx->sent);
+    }
+}
+
+
+void
+ngx_http_redis_ratelimit_deny_keep(ngx_http_redis_ratelimit_zone_t *zone,
+    ngx_uint_t dry_run, ngx_str_t *key, const rrl_call_limit_t *call,
+    const rrl_limit_result_t *result, int64_t sent)
+{
     int64_t                                now;
-    ngx_str_t                              key;
-    ngx_uint_t                             i;
     rrl_deny_entry_t                       entry;
     rrl_deny_limit_t                       limit;
     ngx_http_redis_ratelimit_deny_ctx_t   *dctx;
     ngx_http_redis_ratelimit_shm_node_t   *sn;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
-    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+    rmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_redis_ratelimit_module);
+    now = ngx_http_redis_ratelimit_clock();
 
-    if (rmcf->deny_zone == NULL) {
+    if (rmcf->deny_zone == NULL || result->passed
+        || !ngx_http_redis_ratelimit_deny_limit(rmcf, zone, dry_run,
+                                                call->cost, &limit)
+        || !rrl_deny_learn(sent, now, &limit, result, &entry))
+    {
         return;
     }
 
+    rrl_deny_keep_shown(&entry, call);
+
     dctx = rmcf->deny_zone->data;
-    now = ngx_http_redis_ratelimit_clock();
 
-    for (i = 0; i < ctx->nlimits; i++) {
+    ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
-        if (ctx->limit_results[i].passed
-            || !ngx_http_redis_ratelimit_deny_limit(rmcf, ctx, i, &key,
-                                                    &limit)
-            || !rrl_deny_learn(ctx->sent, now, &limit,
-                               &ctx->limit_results[i], &entry))
-        {
-            continue;
-        }
+    sn = ngx_http_redis_ratelimit_shm_get(&dctx->shm, key, now, 1);
 
-        rrl_deny_keep_shown(&entry, &ctx->call_limits[i]);
-
-        ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
-
-        sn = ngx_http_redis_ratelimit_shm_get(&dctx->shm, &key, now, 1);
-
-        /* the latest rejection: every one ends no later than Redis's */
-        if (sn) {
-            *ngx_http_redis_ratelimit_deny_entry(sn) = entry;
-        }
-
-        ngx_http_redis_ratelimit_shm_unlock(&dctx->shm);
+    /* the latest rejection: every one ends no later than Redis's */
+    if (sn) {
+        *ngx_http_redis_ratelimit_deny_entry(sn) = entry;
     }
+
+    ngx_http_redis_ratelimit_shm_unlock(&dctx->shm);
 }
 
 
-/* the request's i-th limit and key, as the cache knows them; 0: not cached */
+/* a limit of the zone, as the cache knows it; 0: not cached */
 
 static ngx_uint_t
 ngx_http_redis_ratelimit_deny_limit(ngx_http_redis_ratelimit_main_conf_t *rmcf,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t i, ngx_str_t *key,
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t dry_run, uint64_t cost,
     rrl_deny_limit_t *limit)
 {
-    ngx_http_redis_ratelimit_zone_t      *zone;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
-    zone = ctx->limits[i]->zone;
     dctx = rmcf->deny_zone->data;
-
-    key->data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-    key->len = ctx->argvlen[RRL_CALL_KEY(i)];
 
     *limit = rrl_deny_limit(zone->call.algorithm, zone->call.limit,
                             zone->call.period_ms, zone->call.burst, dctx->redis,
-                            ctx->call_limits[i].cost);
+                            cost);
 
-    return rrl_deny_usable(ctx->conf->dry_run,
-                           rmcf->engine.mode == RRL_SERVER_CLUSTER,
+    return rrl_deny_usable(dry_run, rmcf->engine.mode == RRL_SERVER_CLUSTER,
                            zone->combined);
 }
 
@@ -184,7 +195,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_uint_t                            i;
     ngx_shm_zone_t                       *shm_zone;
     rrl_engine_conf_t                    *e;
-    ngx_http_redis_ratelimit_addr_t      *addr;
+    rrl_engine_addr_t                    *addr;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
     ngx_conf_init_uint_value(rmcf->deny_size,
@@ -219,8 +230,8 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     addr = rmcf->addrs.elts;
 
     for (i = 0; i < rmcf->addrs.nelts; i++) {
-        dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name.data,
-                                     addr[i].name.len);
+        dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name,
+                                     ngx_strlen(addr[i].name));
     }
 
     rmcf->deny_zone = shm_zone;

@@ -13,10 +13,6 @@
 #include "ngx_http_redis_ratelimit_module.h"
 
 
-/* the values of a request's fields, bytes: room for a few limits' */
-#define NGX_HTTP_REDIS_RATELIMIT_FIELDS_ROOM  256
-
-
 static ngx_int_t ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r);
 
 
@@ -27,7 +23,7 @@ static ngx_int_t
 ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 {
     u_char                          *p;
-    size_t                           len, size, n, i;
+    size_t                           len, n, i;
     rrl_shown_t                      shown;
     rrl_field_t                      fields[RRL_SHOWN_FIELDS];
     ngx_table_elt_t                 *h;
@@ -47,28 +43,19 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     ngx_http_redis_ratelimit_shown(ctx, &shown);
 
-    /* once in the common case: again only when the values need more room */
+    /* the values' size first, then the values */
 
-    size = NGX_HTTP_REDIS_RATELIMIT_FIELDS_ROOM;
-
-    p = ngx_pnalloc(r->pool, size);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    len = rrl_shown_fields((char *) p, size, &shown, fields, &n);
+    len = rrl_shown_fields(NULL, 0, &shown, fields, &n);
     if (len == 0) {
         return ngx_http_next_header_filter(r);
     }
 
-    if (len > size) {
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        (void) rrl_shown_fields((char *) p, len, &shown, fields, &n);
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
     }
+
+    (void) rrl_shown_fields((char *) p, len, &shown, fields, &n);
 
     for (i = 0; i < n; i++) {
         h = ngx_list_push(&r->headers_out.headers);

@@ -14,6 +14,8 @@
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_lease_call.h"
+#include "rrl_metrics_count.h"
+#include "rrl_settle.h"
 
 
 static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
@@ -80,7 +82,8 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
         }
 
         if ((rc == RRL_LEASE_DECIDED && ask) || ctx->call_limits[i].lease_back) {
-            ngx_http_redis_ratelimit_metrics_lease(ctx->limits[i]->zone,
+            ngx_http_redis_ratelimit_metrics_count(ctx->limits[i]->zone,
+                                    RRL_METRICS_ZONE_LEASES,
                                     (rc == RRL_LEASE_DECIDED)
                                     ? RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE
                                     : RRL_LEASE_GIVEN_BACK);
@@ -98,6 +101,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     }
 
     if (rc == RRL_LEASE_DECIDED) {
+        ctx->leased = 1;
         ctx->result.rc = RRL_OK;
         ctx->result.nvalues = rrl_reply_values(ctx->call_limits, ctx->nlimits);
         return NGX_OK;
@@ -135,7 +139,8 @@ ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
             continue;
         }
 
-        ngx_http_redis_ratelimit_metrics_lease(ctx->limits[i]->zone,
+        ngx_http_redis_ratelimit_metrics_count(ctx->limits[i]->zone,
+                                    RRL_METRICS_ZONE_LEASES,
                                     RRL_LEASE_EVENTS + RRL_LEASE_FROM_REDIS);
 
         /* all or nothing: Redis took no grant of a request it rejected */
@@ -189,6 +194,37 @@ ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     ngx_http_redis_ratelimit_shm_unlock(shm);
 
     if (event >= 0) {
-        ngx_http_redis_ratelimit_metrics_lease(arg, event);
+        ngx_http_redis_ratelimit_metrics_count(arg, RRL_METRICS_ZONE_LEASES,
+                                               event);
     }
+}
+
+
+/* settle=: a limit decided from the lease of key, settled there if exact */
+
+ngx_uint_t
+ngx_http_redis_ratelimit_lease_settle(ngx_str_t *key,
+    const rrl_call_limit_t *limit)
+{
+    int64_t                                now;
+    ngx_uint_t                             settled;
+    ngx_http_redis_ratelimit_shm_t        *shm;
+    ngx_http_redis_ratelimit_shm_node_t   *sn;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    /* a request decided from leases: there is a table */
+    rmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_redis_ratelimit_module);
+    shm = rmcf->lease_zone->data;
+    now = ngx_http_redis_ratelimit_clock();
+
+    ngx_http_redis_ratelimit_shm_lock(shm);
+
+    sn = ngx_http_redis_ratelimit_shm_lookup(shm, key);
+    settled = sn && rrl_lease_settle((rrl_lease_entry_t *) sn->entry, limit,
+                                     now);
+
+    ngx_http_redis_ratelimit_shm_unlock(shm);
+
+    return settled;
 }

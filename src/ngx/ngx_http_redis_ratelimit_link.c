@@ -71,30 +71,12 @@ ngx_int_t
 ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
-    ngx_uint_t                        i;
     rrl_engine_conf_t                 conf;
-    rrl_engine_addr_t                *addrs;
-    ngx_http_redis_ratelimit_addr_t  *addr;
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
-
-    addrs = ngx_pcalloc(cycle->pool,
-                        rmcf->addrs.nelts * sizeof(rrl_engine_addr_t));
-    if (addrs == NULL) {
-        return NGX_ERROR;
-    }
-
-    addr = rmcf->addrs.elts;
-
-    for (i = 0; i < rmcf->addrs.nelts; i++) {
-        addrs[i].host = (char *) addr[i].host;
-        addrs[i].port = addr[i].port;
-        addrs[i].unix_path = (char *) addr[i].unix_path;
-        addrs[i].name = (char *) addr[i].name.data;
-    }
 
     /* the server's, made at configuration, and what is known by now */
     conf = rmcf->engine;
-    conf.addrs = addrs;
+    conf.addrs = rmcf->addrs.elts;
     conf.naddrs = rmcf->addrs.nelts;
     conf.server = (char *) rmcf->server.data;
     conf.server_len = rmcf->server.len;
@@ -118,10 +100,8 @@ ngx_http_redis_ratelimit_link_exit(void)
 {
     ngx_http_redis_ratelimit_link_t  *link = &ngx_http_redis_ratelimit_link;
 
-    if (link->engine) {
-        rrl_engine_free(link->engine);
-        link->engine = NULL;
-    }
+    rrl_engine_free(link->engine);
+    link->engine = NULL;
 }
 
 

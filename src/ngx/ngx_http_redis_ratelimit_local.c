@@ -29,10 +29,6 @@ typedef struct {
 } ngx_http_redis_ratelimit_local_ctx_t;
 
 
-static ngx_int_t ngx_http_redis_ratelimit_local_init_zone(
-    ngx_shm_zone_t *shm_zone, void *data);
-
-
 /* the zones' tag: nginx refuses a name another zone uses */
 static ngx_uint_t  ngx_http_redis_ratelimit_local_tag;
 
@@ -54,8 +50,7 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     n = ctx->nlimits;
     lctx = ctx->conf->local_zone->data;
 
-    nodes = ngx_pcalloc(r->pool,
-                        n * sizeof(ngx_http_redis_ratelimit_shm_node_t *));
+    nodes = ngx_pcalloc(r->pool, n * sizeof(void *));
     limits = ngx_palloc(r->pool, n * sizeof(rrl_local_limit_t));
     next = ngx_palloc(r->pool, n * sizeof(rrl_local_entry_t));
 
@@ -154,25 +149,18 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
 
     ngx_http_redis_ratelimit_str(&name, &fc->zone_name);
 
-    /* a tag of its own: nginx refuses a name another zone uses */
-    shm_zone = ngx_shared_memory_add(cf, &name, 0,
-                                     &ngx_http_redis_ratelimit_local_tag);
+    /* a reload keeps the states: they are the same whatever the zones */
+    shm_zone = ngx_http_redis_ratelimit_shm_add(cf, &name, 0,
+                                  &ngx_http_redis_ratelimit_local_tag,
+                                  sizeof(ngx_http_redis_ratelimit_local_ctx_t),
+                                  sizeof(rrl_local_entry_t),
+                                  offsetof(rrl_local_entry_t, end_us),
+                                  "local zone");
     if (shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }
 
     ctx = shm_zone->data;
-
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(cf->pool,
-                          sizeof(ngx_http_redis_ratelimit_local_ctx_t));
-        if (ctx == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        shm_zone->init = ngx_http_redis_ratelimit_local_init_zone;
-        shm_zone->data = ctx;
-    }
 
     if (fc->zone_size == 0) {
         /* the default zone: its size, unless a local_zone= gives one */
@@ -199,20 +187,4 @@ ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     *zone = shm_zone;
 
     return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
-ngx_http_redis_ratelimit_local_init_zone(ngx_shm_zone_t *shm_zone, void *data)
-{
-    ngx_http_redis_ratelimit_local_ctx_t  *ctx;
-
-    ctx = shm_zone->data;
-
-    /* a reload keeps the states: they are the same whatever the zones */
-    ctx->shm.size = sizeof(rrl_local_entry_t);
-    ctx->shm.end = offsetof(rrl_local_entry_t, end_us);
-    ctx->shm.what = "local zone";
-
-    return ngx_http_redis_ratelimit_shm_init_zone(shm_zone, data);
 }

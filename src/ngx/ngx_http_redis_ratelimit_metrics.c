@@ -50,8 +50,6 @@ static ngx_http_redis_ratelimit_metrics_shctx_t *
     ngx_http_redis_ratelimit_metrics_sh(void);
 static rrl_metrics_gauges_t *ngx_http_redis_ratelimit_metrics_slot(void);
 static void ngx_http_redis_ratelimit_metrics_publish(void);
-static void ngx_http_redis_ratelimit_metrics_count(
-    ngx_http_redis_ratelimit_zone_t *zone, ngx_int_t offset, int counter);
 static void ngx_http_redis_ratelimit_metrics_timer_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
     ngx_shm_zone_t *shm_zone, void *data);
@@ -118,6 +116,7 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
         mz[m.nzones].len = zones[i].name.len;
         mz[m.nzones].overrides = zones[i].call.overrides;
         mz[m.nzones].lease = zones[i].lease != 0;
+        mz[m.nzones].settle = zones[i].settle;
 
         for (j = 0; j < RRL_METRICS_ZONE_COUNTERS; j++) {
             count[j] = entry->counters[j];
@@ -214,17 +213,6 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 
 
 void
-ngx_http_redis_ratelimit_metrics_lease(ngx_http_redis_ratelimit_zone_t *zone,
-    ngx_uint_t counter)
-{
-    ngx_http_redis_ratelimit_metrics_count(zone, RRL_METRICS_ZONE_LEASES,
-                                           (int) counter);
-}
-
-
-/* counter, -1: none, of the zone's counters from offset */
-
-static void
 ngx_http_redis_ratelimit_metrics_count(ngx_http_redis_ratelimit_zone_t *zone,
     ngx_int_t offset, int counter)
 {

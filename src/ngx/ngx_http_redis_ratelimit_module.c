@@ -180,7 +180,7 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
                        sizeof(ngx_http_redis_ratelimit_zone_t))
         != NGX_OK
         || ngx_array_init(&conf->addrs, cf->pool, 1,
-                          sizeof(ngx_http_redis_ratelimit_addr_t))
+                          sizeof(rrl_engine_addr_t))
            != NGX_OK)
     {
         return NULL;
@@ -327,7 +327,9 @@ ngx_http_redis_ratelimit_init(ngx_conf_t *cf)
 {
     rrl_set_logger(ngx_http_redis_ratelimit_core_log, NULL);
 
-    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK) {
+    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK
+        || ngx_http_redis_ratelimit_settle_init(cf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

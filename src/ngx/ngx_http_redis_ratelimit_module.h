@@ -38,6 +38,7 @@ typedef struct {
 
     /* in some location with other limits: see the deny cache's usable() */
     unsigned                     combined:1;
+    unsigned                     settle:1;    /* a limit on it has settle= */
     ngx_uint_t                   lease;       /* P of lease=P%, 0: none */
 
     void                        *metrics;     /* its counters, or NULL */
@@ -51,6 +52,7 @@ typedef struct {
     ngx_str_t                    zone_name;
     ngx_http_redis_ratelimit_zone_t  *zone;   /* resolved at merge */
     ngx_http_complex_value_t    *cost_value; /* NULL: constant cost */
+    ngx_http_complex_value_t    *settle;     /* settle=VALUE, or NULL */
     ngx_uint_t                   cost;
     uint64_t                     delay;       /* RRL_DELAY_NONE: nodelay */
 
@@ -59,18 +61,9 @@ typedef struct {
 } ngx_http_redis_ratelimit_limit_t;
 
 
-/* an address of "redis_ratelimit_server", resolved at configuration */
-typedef struct {
-    ngx_str_t                    name;        /* as written */
-    u_char                      *host;        /* numeric, NUL-terminated */
-    in_port_t                    port;
-    u_char                      *unix_path;   /* unix: sockets, or NULL */
-} ngx_http_redis_ratelimit_addr_t;
-
-
 typedef struct {
     ngx_str_t                    server;      /* the first address */
-    ngx_array_t                  addrs;       /* of addr_t: server, seeds */
+    ngx_array_t                  addrs;       /* the engine's: server, seeds */
     rrl_engine_conf_t            engine;      /* but addrs, server and sha */
     ngx_msec_t                   timeout;     /* engine's, for the leases */
 
@@ -81,6 +74,7 @@ typedef struct {
 
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
     ngx_flag_t                   leases;      /* a zone has lease= */
+    ngx_flag_t                   settle;      /* a limit has settle= */
     ngx_shm_zone_t              *lease_zone;
 
     ngx_str_t                    script_sha1;
@@ -145,6 +139,8 @@ typedef struct {
     unsigned                     problem:1;   /* a problem+json body */
     unsigned                     headers_done:1;
     unsigned                     replied:1;   /* Redis answered: rtt */
+    unsigned                     leased:1;    /* decided from the leases */
+    unsigned                     settled:1;   /* settle= done, once */
 } ngx_http_redis_ratelimit_ctx_t;
 
 
@@ -231,6 +227,9 @@ ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 /* Redis's decoded reply: its grants; NGX_OK: refused, then decided anew */
 ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
+/* settle=: a limit decided from the lease of key; 1: settled there */
+ngx_uint_t ngx_http_redis_ratelimit_lease_settle(ngx_str_t *key,
+    const rrl_call_limit_t *limit);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
@@ -258,6 +257,10 @@ ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
 /* keeps the limits that rejected the request in Redis's decoded reply */
 void ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
+/* one limit's result in Redis (of its Redis key), kept if a rejection */
+void ngx_http_redis_ratelimit_deny_keep(ngx_http_redis_ratelimit_zone_t *zone,
+    ngx_uint_t dry_run, ngx_str_t *key, const rrl_call_limit_t *call,
+    const rrl_limit_result_t *result, int64_t sent);
 
 /* metrics: "redis_ratelimit_metrics", counters in shared memory */
 
@@ -268,9 +271,9 @@ void ngx_http_redis_ratelimit_metrics_exit_process(void);
 /* a request decided: ctx->status, once in each zone of its limits */
 void ngx_http_redis_ratelimit_metrics_request(
     ngx_http_redis_ratelimit_ctx_t *ctx);
-/* a lease's event (RRL_LEASE_*), or RRL_LEASE_EVENTS + RRL_LEASE_FROM_* */
-void ngx_http_redis_ratelimit_metrics_lease(
-    ngx_http_redis_ratelimit_zone_t *zone, ngx_uint_t counter);
+/* counter (-1: none) of a zone's family at offset (RRL_METRICS_ZONE_*) */
+void ngx_http_redis_ratelimit_metrics_count(
+    ngx_http_redis_ratelimit_zone_t *zone, ngx_int_t offset, int counter);
 /* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
 void ngx_http_redis_ratelimit_metrics_error(int kind);
 /* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
@@ -279,6 +282,9 @@ void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply);
 typedef void (*ngx_http_redis_ratelimit_gauges_pt)(rrl_metrics_t *m);
 void ngx_http_redis_ratelimit_metrics_gauges(
     ngx_http_redis_ratelimit_gauges_pt gauges);
+
+/* settle: the log phase of settle=VALUE, when some limit has it */
+ngx_int_t ngx_http_redis_ratelimit_settle_init(ngx_conf_t *cf);
 
 /* headers */
 ngx_int_t ngx_http_redis_ratelimit_headers_init(ngx_conf_t *cf);

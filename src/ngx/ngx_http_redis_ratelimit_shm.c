@@ -34,9 +34,13 @@ ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf, ngx_str_t *name, size_t size,
     ngx_http_redis_ratelimit_shm_t  *shm;
 
     shm_zone = ngx_shared_memory_add(cf, name, size, tag);
-    shm = ngx_pcalloc(cf->pool, ctx_size);
 
-    if (shm_zone == NULL || shm == NULL) {
+    if (shm_zone == NULL || shm_zone->data) {
+        return shm_zone;
+    }
+
+    shm = ngx_pcalloc(cf->pool, ctx_size);
+    if (shm == NULL) {
         return NULL;
     }
 

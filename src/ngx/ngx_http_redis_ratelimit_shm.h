@@ -62,7 +62,7 @@ typedef struct {
 /*
  * A table in a shared memory zone of its own: its data, ctx_size bytes
  * zeroed, starts with the shm_t, set for entries of entry_size bytes whose
- * int64_t end is at end; NULL: an error.
+ * int64_t end is at end (a name added again: its data); NULL: an error.
  */
 ngx_shm_zone_t *ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf,
     ngx_str_t *name, size_t size, void *tag, size_t ctx_size,

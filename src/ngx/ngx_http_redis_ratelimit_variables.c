@@ -1,7 +1,7 @@
 
 /*
  * The variables ($redis_ratelimit_status, _remaining, _reset, _zone, _rtt,
- * _delay), read from the main request's context; their values are the core's.
+ * _delay, _cost), read from the main request's context; their values are the core's.
  */
 
 
@@ -45,6 +45,10 @@ static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
 
     { ngx_string("redis_ratelimit_delay"), NULL,
       ngx_http_redis_ratelimit_variable, RRL_VAR_DELAY,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("redis_ratelimit_cost"), NULL,
+      ngx_http_redis_ratelimit_variable, RRL_VAR_COST,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable

@@ -1,0 +1,36 @@
+// Settlement (settle=VALUE): after a request, its actual cost A against the
+// estimate E charged up front. The value's rule and the script's settle
+// form: a check's layout with ARGV[1] "settle" and each limit's cost field
+// "E:A:T" (T: Redis's time in us of the charge).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "call_args.hpp"
+
+namespace rrl {
+
+// The word of ARGV[1] that makes a call a settlement.
+inline constexpr std::string_view kSettleForm = "settle";
+
+// A of settle=VALUE: digits alone, not empty, at most RRL_SETTLE_MAX.
+std::optional<std::uint64_t> settle_value(std::string_view text);
+
+// "E:A:T" of a limit; T below 0 is none of Redis's times.
+std::string settle_cost(const CallLimit& limit);
+
+// The most bytes settle_args() writes for these limits.
+std::size_t settle_args_size(const CallLimit* limits, std::size_t n);
+
+// The settle form's arguments, appended to out (see call_args()); throws
+// std::invalid_argument for a T below 0.
+std::vector<std::string_view> settle_args(std::string_view sha1,
+                                          const CallLimit* limits,
+                                          std::size_t n, std::string& out);
+
+}  // namespace rrl

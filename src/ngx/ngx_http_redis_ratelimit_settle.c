@@ -1,0 +1,233 @@
+
+/*
+ * settle=VALUE: in the log phase of a request whose estimate was charged in
+ * Redis or in a lease, each limit's actual cost against it, settled in the
+ * lease when that is exact, else by a call of its own in the turn's batches
+ * (rrl_settle.h) that nobody waits for. The rules are the core's.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_redis_ratelimit_module.h"
+#include "rrl_metrics_count.h"
+#include "rrl_settle.h"
+
+
+/* the text of a bad value, at most, in the log */
+#define NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT  32
+
+/*
+ * At most once a second per worker, at warn, on a clock of their own: a
+ * Redis outage's messages do not swallow them
+ */
+#define ngx_http_redis_ratelimit_settle_warn(log, ...)                       \
+    if (ngx_time() != ngx_http_redis_ratelimit_settle_logged) {              \
+        ngx_http_redis_ratelimit_settle_logged = ngx_time();                 \
+        ngx_log_error(NGX_LOG_WARN, log, 0, __VA_ARGS__);                    \
+    }
+
+
+static time_t  ngx_http_redis_ratelimit_settle_logged;
+
+
+/*
+ * No request here: it may have gone. arg: the location's conf, then the
+ * zones of the limits sent, freed here. A debt is learned as a rejection.
+ */
+
+static void
+ngx_http_redis_ratelimit_settled(void *arg, const rrl_call_limit_t *limits,
+    size_t n, const rrl_limit_result_t *results,
+    const rrl_decision_t *decision, int64_t redis_now_us, int64_t sent_us,
+    const char *error, size_t error_len)
+{
+    void                            **confs = arg;
+
+    size_t                            i;
+    ngx_str_t                         key;
+    ngx_http_redis_ratelimit_zone_t  *zone;
+
+    for (i = 0; i < n; i++) {
+        zone = confs[1 + i];
+
+        ngx_http_redis_ratelimit_metrics_count(zone, RRL_METRICS_ZONE_SETTLE,
+                                               results ? RRL_SETTLE_SETTLED
+                                                       : RRL_SETTLE_FAILED);
+        if (results == NULL) {
+            if (error_len == 0) {
+                error = "not made";
+                error_len = sizeof("not made") - 1;
+            }
+
+            ngx_http_redis_ratelimit_settle_warn(ngx_cycle->log,
+                                  "redis_ratelimit: settlement in zone "
+                                  "\"%V\" dropped: %*s", &zone->name,
+                                  error_len, error);
+            continue;
+        }
+
+        key.data = results[i].passed ? NULL
+                   : ngx_alloc(rrl_key_max_len(zone->name.len),
+                               ngx_cycle->log);
+        if (key.data == NULL) {
+            continue;
+        }
+
+        /* the key Redis knows, as the cache does */
+        key.len = rrl_key_build((char *) key.data, (char *) zone->name.data,
+                                zone->name.len, limits[i].algorithm,
+                                limits[i].key, limits[i].key_len);
+        if (key.len) {
+            ngx_http_redis_ratelimit_deny_keep(zone,
+                  ((ngx_http_redis_ratelimit_loc_conf_t *) confs[0])->dry_run,
+                  &key, &limits[i], &results[i], sent_us);
+        }
+
+        ngx_free(key.data);
+    }
+
+    ngx_free(confs);
+}
+
+
+static ngx_int_t
+ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
+{
+    size_t                                 n;
+    ngx_str_t                              key, text;
+    ngx_uint_t                             i;
+    void                                 **confs;
+    rrl_call_limit_t                      *send, *c;
+    ngx_http_redis_ratelimit_ctx_t        *ctx;
+    ngx_http_redis_ratelimit_zone_t       *zone;
+    ngx_http_redis_ratelimit_limit_t      *limit;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    ctx = ngx_http_redis_ratelimit_get_ctx(r);
+
+    /*
+     * Once per main request, its client gone too (499); only the units
+     * that Redis or a lease took: the request passed there (a dry run's
+     * rejection, a cached one, a failure or a local decision took none)
+     */
+
+    if (r != r->main || ctx == NULL || ctx->settled
+        || (ctx->status != RRL_STATUS_PASSED
+            && ctx->status != RRL_STATUS_DELAYED
+            && ctx->status != RRL_STATUS_DELAYED_DRY_RUN))
+    {
+        return NGX_OK;
+    }
+
+    ctx->settled = 1;
+
+    send = ngx_palloc(r->pool, ctx->nlimits * sizeof(rrl_call_limit_t));
+    confs = ngx_alloc((1 + ctx->nlimits) * sizeof(void *), r->connection->log);
+
+    if (send == NULL || confs == NULL) {
+        ngx_free(confs);
+        return NGX_OK;
+    }
+
+    confs[0] = ctx->conf;
+
+    for (i = 0, n = 0; i < ctx->nlimits; i++) {
+        limit = ctx->limits[i];
+        zone = limit->zone;
+
+        if (limit->settle == NULL) {
+            continue;
+        }
+
+        if (ngx_http_complex_value(r, limit->settle, &text) != NGX_OK) {
+            ngx_str_set(&text, "");
+        }
+
+        /* the zone's numbers, as a batch has them: not an override's */
+        c = &send[n];
+        *c = zone->call;
+        c->key = ctx->call_limits[i].key;
+        c->key_len = ctx->call_limits[i].key_len;
+        c->cost = ctx->call_limits[i].cost;
+        c->settle_at_us = ctx->call_limits[i].settle_at_us;
+
+        if (rrl_settle_value(text.data, text.len, &c->settle_actual)
+            != RRL_OK)
+        {
+            ngx_http_redis_ratelimit_metrics_count(zone,
+                                                   RRL_METRICS_ZONE_SETTLE,
+                                                   RRL_SETTLE_FAILED);
+            ngx_http_redis_ratelimit_settle_warn(r->connection->log,
+                                  "redis_ratelimit: settle=%V of zone \"%V\" "
+                                  "is \"%*s\": not a number, the estimate "
+                                  "%uL stays charged", &limit->settle->value,
+                                  &zone->name,
+                                  ngx_min(text.len,
+                                        NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT),
+                                  text.data, c->cost);
+            continue;
+        }
+
+        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
+        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+
+        if (c->settle_actual == c->cost
+            || (ctx->leased && ngx_http_redis_ratelimit_lease_settle(&key, c)))
+        {
+            ngx_http_redis_ratelimit_metrics_count(zone,
+                                                   RRL_METRICS_ZONE_SETTLE,
+                                                   RRL_SETTLE_SETTLED);
+            continue;
+        }
+
+        /* T: Redis's time of the charge (a lease's: set by the core) */
+        if (!ctx->leased) {
+            c->settle_at_us = ctx->result.values[1];
+        }
+
+        confs[1 + n++] = zone;
+    }
+
+    if (n == 0) {
+        ngx_free(confs);
+        return NGX_OK;
+    }
+
+    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+
+    (void) rrl_settle(ngx_http_redis_ratelimit_engine(),
+                      (char *) rmcf->script_sha1.data, rmcf->script_sha1.len,
+                      send, (const void *const *) &confs[1], n,
+                      ngx_http_redis_ratelimit_clock(),
+                      ngx_http_redis_ratelimit_settled, confs);
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_redis_ratelimit_settle_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt                   *h;
+    ngx_http_core_main_conf_t             *cmcf;
+    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_redis_ratelimit_module);
+    if (!rmcf->settle) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_redis_ratelimit_settle_handler;
+
+    return NGX_OK;
+}
