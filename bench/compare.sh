@@ -653,20 +653,28 @@ for s in $scenarios; do
         target s.tb_settle settle_on /s-tb/index.html "$settle_keys" "$r" "token_bucket, settle="
         target s.fw settle_off /s-fw/index.html "$settle_keys" "$r" "fixed_window"
         target s.fw_settle settle_on /s-fw/index.html "$settle_keys" "$r" "fixed_window, settle="
-        target s.tb1 settle_off /s-tb/index.html shared "$r" "token_bucket, one key"
-        target s.tb1_settle settle_on /s-tb/index.html shared "$r" "token_bucket, one key, settle="
+        target s.tb1 settle_off /s-tb/index.html shared "$r" "token_bucket 1 key"
+        target s.tb1_settle settle_on /s-tb/index.html shared "$r" "token_bucket 1 key, settle="
         settle_target s.tb_settle s_tb_settle
         settle_target s.fw_settle s_fw_settle
         settle_target s.tb1_settle s_tb_settle
+        cmds_target s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
         run s.proxy s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
         table "(s) settle='s cost: cost=100 with and without settle=\$upstream_http_x_usage_total_tokens (30 or 170), all through proxy_pass" \
             s.proxy s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
         settle_ratios s.tb s.tb_settle "token_bucket, $settle_keys keys"
+        cmds_profile s.tb s.tb_settle
         settle_ratios s.fw s.fw_settle "fixed_window, $settle_keys keys"
+        cmds_profile s.fw s.fw_settle
         settle_ratios s.tb1 s.tb1_settle "token_bucket, one key"
+        cmds_profile s.tb1 s.tb1_settle
         echo "  ratios (req/s): token_bucket/proxy_pass alone $(ratio s.tb s.proxy)  fixed_window/proxy_pass alone $(ratio s.fw s.proxy)"
         [ -z "$settle_note" ] || echo "  settle= probe: $settle_note"
         [ -z "${skipped[settle_on]:-}" ] || echo "  settle=: skipped: ${skipped[settle_on]}"
+        if [ -f "$dir/settle_on/error.log" ]; then
+            echo "  settle= warnings in its error.log: $(grep -c 'redis_ratelimit: settle' "$dir/settle_on/error.log" || true)," \
+                 "e.g. $(grep -m1 'redis_ratelimit: settle' "$dir/settle_on/error.log" | sed 's/.*redis_ratelimit: //' || true)"
+        fi
         seconds=$saved table_keys=
         ;;
     e)

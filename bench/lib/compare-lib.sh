@@ -109,15 +109,21 @@ headers() { # NAME PATH
 # a target: an instance, a location, wrk's key argument, the Redis it uses
 # and, with lease=, its zone (for the metrics). An instance in skipped (its
 # reason) makes no target: run, table and the ratios leave it out.
-declare -A t_inst t_path t_keys t_redis t_label t_zone t_settle rss_before rss_after skipped
+declare -A t_inst t_path t_keys t_redis t_label t_zone t_settle t_cmds rss_before rss_after skipped
 
 target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL [LEASE_ZONE]
     [ -z "${skipped[$2]:-}" ] || return 0
     t_inst[$1]=$2 t_path[$1]=$3 t_keys[$1]=$4 t_redis[$1]=$5 t_label[$1]=$6
-    t_zone[$1]=${7:-} t_settle[$1]=
+    t_zone[$1]=${7:-} t_settle[$1]='' t_cmds[$1]=''
 }
 settle_target() { # ID SETTLE_ZONE: the zone's settlements counted per run
     if has "$1"; then t_settle[$1]=$2; fi
+}
+cmds_target() { # ID...: Redis's commands, each, counted per run
+    local id
+    for id in "$@"; do
+        if has "$id"; then t_cmds[$id]=1; fi
+    done
 }
 has() { [ -n "${t_inst[$1]:-}" ]; }  # ID: a target made
 
@@ -142,6 +148,12 @@ settle_counts() {
         END { printf "%d %d\n", s, f }'
 }
 
+# HOST:PORT -> "NAME calls usec" per command (INFO excluded)
+redis_cmdstats() {
+    redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats | tr -d '\r' | awk -F'[:=,]' '
+        /^cmdstat_/ && $1 != "cmdstat_info" { print substr($1, 9), $3, $5 }'
+}
+
 # HOST:PORT -> "evalsha commands cpu_seconds evalsha_usec"
 redis_stats() {
     redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats cpu | tr -d '\r' | awk -F'[:=,]' '
@@ -161,6 +173,7 @@ measure() { # ID: one run, appended to results/ID
     worker=$(worker_pid "${t_inst[$id]}")
     [ -z "${t_zone[$id]}" ] || l0=$(lease_counts "${t_inst[$id]}" "${t_zone[$id]}")
     [ -z "${t_settle[$id]}" ] || s0=$(settle_counts "${t_inst[$id]}" "${t_settle[$id]}")
+    [ -z "${t_cmds[$id]}" ] || redis_cmdstats "${t_redis[$id]}" > "$dir/results/$id.cmds0"
     [ "${t_redis[$id]}" = - ] || read -r -a before <<< "$(redis_stats "${t_redis[$id]}")"
     t0=$(cpu_ticks "$worker")
     out=$(wrk_run "$id" "$seconds")
@@ -170,6 +183,12 @@ measure() { # ID: one run, appended to results/ID
         l1=$(lease_counts "${t_inst[$id]}" "${t_zone[$id]}")
         echo "$l0 $l1" | awk '{ print $7 - $1, $8 - $2, $9 - $3, $10 - $4, $11 - $5, $12 - $6 }' \
             >> "$dir/results/$id.lease"
+    fi
+    if [ -n "${t_cmds[$id]}" ]; then
+        redis_cmdstats "${t_redis[$id]}" | awk '
+            NR == FNR { c[$1] = $2; u[$1] = $3; next }
+            { print $1, $2 - c[$1], $3 - u[$1] }' "$dir/results/$id.cmds0" - \
+            >> "$dir/results/$id.cmds"
     fi
     if [ -n "${t_settle[$id]}" ]; then
         s1=$(settle_counts "${t_inst[$id]}" "${t_settle[$id]}")
@@ -341,4 +360,36 @@ settle_ratios() {
             printf "    settlements per request (metrics): settled %.3f, settle_failed %.3f\n",
                    settled, failed
         }'
+}
+
+# WITHOUT WITH: Redis's time per request by command (INFO commandstats;
+# a script's own calls are counted in their commands and in EVALSHA's time),
+# the script's Lua alone (EVALSHA's time less its calls') and per entry
+cmds_profile() {
+    has "$2" || return 0
+    local id
+    for id in "$1" "$2"; do
+        awk -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$id")" '
+            { c[$1] += $2; u[$1] += $3 }
+            END { for (n in c) if (c[n] > 0) printf "%s %.3f %.2f\n", n, c[n] / req, u[n] / req }' \
+            "$dir/results/$id.cmds" > "$dir/results/$id.profile"
+    done
+    awk -v e1="$(settle_summary "$1" | cut -d' ' -f2)" -v e2="$(settle_summary "$2" | cut -d' ' -f2)" '
+        NR == FNR { c1[$1] = $2; u1[$1] = $3; names[$1] = 1; next }
+        { c2[$1] = $2; u2[$1] = $3; names[$1] = 1 }
+        END {
+            line = "    per request, with vs without settle= (calls, us):"
+            for (n in names) {
+                line = line sprintf(" %s %.2f/%.2f %.2f/%.2f;", n, c2[n], c1[n], u2[n], u1[n])
+                if (n != "evalsha") { n1 += u1[n]; n2 += u2[n] }
+            }
+            print line
+            l1 = u1["evalsha"] - n1; l2 = u2["evalsha"] - n2
+            printf "    the script less its commands (Lua) per request %.2f us vs %.2f us;" \
+                   " per entry: EVALSHA %.2f us vs %.2f us, of it Lua %.2f us vs %.2f us\n",
+                   l2, l1, e2 && c2["evalsha"] ? u2["evalsha"] / (c2["evalsha"] * e2) : 0,
+                   e1 && c1["evalsha"] ? u1["evalsha"] / (c1["evalsha"] * e1) : 0,
+                   e2 && c2["evalsha"] ? l2 / (c2["evalsha"] * e2) : 0,
+                   e1 && c1["evalsha"] ? l1 / (c1["evalsha"] * e1) : 0
+        }' "$dir/results/$1.profile" "$dir/results/$2.profile"
 }
