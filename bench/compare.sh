@@ -71,9 +71,12 @@
 #      key; proxy_pass alone as the ceiling. Runs of 10 s unless
 #      --seconds. Per pair, with/without: req/s, p50, p99, Redis CPU and
 #      EVALSHA per request, EVALSHA's usec_per_call, entries (checks +
-#      settlements) per EVALSHA (the batch size), and the settlements per
-#      request from the metrics (settled, settle_failed). A module that
-#      refuses settle= runs the rows without it and says so.
+#      settlements) per EVALSHA (the batch size), the settlements per
+#      request from the metrics (settled, settle_failed), Redis's time per
+#      request by command (INFO commandstats: the script's GET and SET
+#      too) and the script's Lua alone (EVALSHA's time less its
+#      commands'), per request and per entry. A module that refuses
+#      settle= runs the rows without it and says so.
 # Defaults take about 12 minutes (36 targets x (3 x 4 s + 1 s) and 7 x (3
 # x 10 s + 1 s), plus setup).
 #
