@@ -363,7 +363,8 @@ settle_ratios() {
 }
 
 # WITHOUT WITH: Redis's time per request by command (INFO commandstats;
-# a script's own calls are counted in their commands and in EVALSHA's time),
+# a script's own calls are counted in their commands and in EVALSHA's time;
+# those under 0.005 a request left out),
 # the script's Lua alone (EVALSHA's time less its calls') and per entry
 cmds_profile() {
     has "$2" || return 0
@@ -371,7 +372,7 @@ cmds_profile() {
     for id in "$1" "$2"; do
         awk -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$id")" '
             { c[$1] += $2; u[$1] += $3 }
-            END { for (n in c) if (c[n] > 0) printf "%s %.3f %.2f\n", n, c[n] / req, u[n] / req }' \
+            END { for (n in c) if (c[n] >= 0.005 * req) printf "%s %.3f %.2f\n", n, c[n] / req, u[n] / req }' \
             "$dir/results/$id.cmds" > "$dir/results/$id.profile"
     done
     awk -v e1="$(settle_summary "$1" | cut -d' ' -f2)" -v e2="$(settle_summary "$2" | cut -d' ' -f2)" '
