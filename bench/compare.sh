@@ -8,7 +8,7 @@
 # figures; asserts nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|o|b|c|d|e|t|all (all)]
+#                    [--scenario a|o|b|c|d|e|s|t|all (all)]
 #                    [--module SO] [--tls-module SO]
 #
 # Each nginx has one worker and serves the same 6-byte static file on
@@ -60,7 +60,25 @@
 #   e  one key shared by all 64 connections, below its limit (fixed_window,
 #      1000000r/s: nothing rejected): bare, the module exact and with
 #      lease=10%: req/s of each against bare
-# Defaults take about 8 minutes (36 targets x (3 x 4 s + 1 s), plus setup).
+#   s  settle='s cost: every request through proxy_pass (keepalive 64) to
+#      an upstream server in the same nginx (a static file with
+#      X-Usage-Total-Tokens 30 or 170, by the last hex digit of its
+#      $request_id: a mean of 100), limited with cost=100, in two nginx
+#      alike but for settle=$upstream_http_x_usage_total_tokens (zones
+#      *_settle: the same parameters, their own keys): token_bucket
+#      (1000000r/h burst=1000000000: never full, never empty) and
+#      fixed_window (1000000000r/s) over 500 keys, token_bucket on one
+#      key; proxy_pass alone as the ceiling. Runs of 10 s unless
+#      --seconds. Per pair, with/without: req/s, p50, p99, Redis CPU and
+#      EVALSHA per request, EVALSHA's usec_per_call, entries (checks +
+#      settlements) per EVALSHA (the batch size), the settlements per
+#      request from the metrics (settled, settle_failed), Redis's time per
+#      request by command (INFO commandstats: the script's GET and SET
+#      too) and the script's Lua alone (EVALSHA's time less its
+#      commands'), per request and per entry. A module that refuses
+#      settle= runs the rows without it and says so.
+# Defaults take about 12 minutes (36 targets x (3 x 4 s + 1 s) and 7 x (3
+# x 10 s + 1 s), plus setup).
 #
 # Fairness: access_log off everywhere; rejections are logged at info by
 # limit_req and by the module, below the error_log level (notice), so no
@@ -86,6 +104,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=3
 seconds=4
 scenarios=all
+seconds_given=
 module=$here/build/ngx_http_redis_ratelimit_module.so
 tls_module=$here/build-hiredis1/ngx_http_redis_ratelimit_module.so
 
@@ -95,7 +114,7 @@ bad_usage() { sed -n '/^#   bench\/compare.sh/,/^#$/s/^# \{0,1\}//p' "$0" >&2; e
 while [ $# -gt 0 ]; do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
-        --seconds) seconds=$2; shift 2 ;;
+        --seconds) seconds=$2; seconds_given=$2; shift 2 ;;
         --scenario) scenarios=$2; shift 2 ;;
         --module) module=$2; shift 2 ;;
         --tls-module) tls_module=$2; shift 2 ;;
@@ -105,8 +124,8 @@ while [ $# -gt 0 ]; do
 done
 
 case $scenarios in
-    all) scenarios="a o b c d e t" ;;
-    a|o|b|c|d|e|t) ;;
+    all) scenarios="a o b c d e s t" ;;
+    a|o|b|c|d|e|s|t) ;;
     *) bad_usage ;;
 esac
 case "$rounds$seconds" in
@@ -118,6 +137,7 @@ module=$(realpath "$module")
 [ -f "$module" ] || { echo "no module at $module: scripts/build.sh build" >&2; exit 1; }
 
 nkeys=10000
+settle_keys=500  # scenario (s): a few hundred API keys
 delay_us=500    # each way: a round trip of 1 ms
 
 install_missing
@@ -133,6 +153,8 @@ declare -A http_port=(
     [module]=$((base + 4)) [peer_far]=$((base + 5)) [module_far]=$((base + 6))
     [tls_tcp]=$((base + 8)) [tls]=$((base + 9))
     [lease]=$((base + 12)) [lease_far]=$((base + 13))
+    [settle_off]=$((base + 14)) [settle_on]=$((base + 15))
+    [settle_off_up]=$((base + 16)) [settle_on_up]=$((base + 17))
 )
 far_port=$((base + 7))
 tls_redis_port=$((base + 10))     # one Redis, its TCP and TLS ports
@@ -188,10 +210,33 @@ start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
 
 # ---------------------------------------------------------------- nginx
 
+# scenario (s)'s instances: /s-none/ (settle_off only) /s-tb/ /s-fw/, all
+# through proxy_pass, and /metrics
+settle_locations() { # KIND
+    local sfx='' settle='' a
+    if [ "$1" = settle_on ]; then
+        sfx=_settle
+        # shellcheck disable=SC2016 # nginx's variable, written as is
+        settle=' settle=$upstream_http_x_usage_total_tokens'
+    else
+        echo "        location /s-none/ { proxy_pass http://s_usage/; }"
+    fi
+    for a in tb fw; do
+        cat <<CONF
+        location /s-$a/ {
+            redis_ratelimit zone=s_$a$sfx cost=100$settle;
+            proxy_pass http://s_usage/;
+        }
+CONF
+    done
+    echo "        location = /metrics { redis_ratelimit_metrics; }"
+}
+
 # locations shared by every instance: /a-fw/ /a-sw/ /a-fwm/ /a-swm/ /o-fw/
-# /o-sw/ /b/ /c/ /e/ (a-*m: lease= only, 60000r/m)
+# /o-sw/ /b/ /c/ /e/ (a-*m: lease= only, 60000r/m); (s)'s instances their own
 locations() { # KIND
     local kind=$1 loc body
+    case $kind in settle_*) settle_locations "$kind"; return ;; esac
     for loc in a-fw a-sw a-fwm a-swm o-fw o-sw b c e; do
         case $kind:$loc in
             bare:*) body= ;;
@@ -280,6 +325,35 @@ CONF
             [ "$1" = tls ] || cat <<'CONF'
     redis_ratelimit_zone $arg_k zone=o_fw rate=1000r/s algorithm=fixed_window overrides=on;
     redis_ratelimit_zone $arg_k zone=o_sw rate=1000r/s algorithm=sliding_window overrides=on;
+CONF
+            ;;
+        settle_off|settle_on)
+            local sfx=
+            if [ "$1" = settle_on ]; then sfx=_settle; fi
+            cat <<CONF
+    redis_ratelimit_server $2:$3;
+    redis_ratelimit_zone \$arg_k zone=s_tb$sfx rate=1000000r/h burst=1000000000 algorithm=token_bucket;
+    redis_ratelimit_zone \$arg_k zone=s_fw$sfx rate=1000000000r/s algorithm=fixed_window;
+    redis_ratelimit_log_level info;
+    # the upstream: a second server of this nginx, reached with keepalive;
+    # the usage it reports, 30 or 170, by its own request's \$request_id
+    upstream s_usage {
+        server 127.0.0.1:${http_port[${1}_up]};
+        keepalive 64;
+    }
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    map \$request_id \$s_usage_tokens {
+        "~[0-7]\$" 30;
+        default 170;
+    }
+    server {
+        listen 127.0.0.1:${http_port[${1}_up]};
+        location / {
+            root $dir/html;
+            add_header X-Usage-Total-Tokens \$s_usage_tokens always;
+        }
+    }
 CONF
             ;;
         lease) cat <<CONF
@@ -417,16 +491,47 @@ setup_tls() {
     done
 }
 
+# ---------------------------------------------------------------- settle=
+
+settle_note=
+setup_settle() {
+    start_nginx settle_off settle_off 127.0.0.1 "$redis_port" || return 1
+    if ! start_nginx settle_on settle_on 127.0.0.1 "$redis_port" 2> "$dir/settle_on.start"; then
+        skipped[settle_on]="nginx did not start (a module without settle=?): $(grep -m1 emerg "$dir/settle_on.start" || true)"
+        rm -rf "${dir:?}/settle_on"
+    fi
+    sleep 0.5
+    headers settle_off "/s-tb/index.html?k=probe" | grep -q '^X-RateLimit-Remaining' || return 1
+    headers settle_off "/s-tb/index.html?k=probe" | grep -q '^X-Usage-Total-Tokens' || return 1
+    [ -z "${skipped[settle_on]:-}" ] || return 0
+    if ! headers settle_on "/s-tb/index.html?k=probe" | grep -q '^X-RateLimit-Remaining'; then
+        skipped[settle_on]="no X-RateLimit-Remaining from it: is it asking Redis?"
+        return 0
+    fi
+    sleep 0.3
+    local counts
+    read -r -a counts <<< "$(settle_counts settle_on s_tb_settle)"
+    if [ "${counts[0]}" -ge 1 ]; then
+        settle_note="a probe request was settled"
+    else
+        settle_note="WARNING: a probe request was not settled (settled ${counts[0]}, settle_failed ${counts[1]})"
+    fi
+}
+
 local_rtt=$(timeout -s INT 2 redis-cli -p "$redis_port" --latency --raw 2> /dev/null || true)
 
 estimate=0
 for s in $scenarios; do
     case $s in a) estimate=$((estimate + 8)) ;; t) estimate=$((estimate + 2)) ;;
         o) estimate=$((estimate + 5)) ;; d) estimate=$((estimate + 6)) ;;
-        e) estimate=$((estimate + 3)) ;; *) estimate=$((estimate + 4)) ;; esac
+        e) estimate=$((estimate + 3)) ;; s) ;; *) estimate=$((estimate + 4)) ;; esac
 done
-echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target;" \
-     "about $((estimate * (rounds * seconds + 1) + 15)) s"
+estimate=$((estimate * (rounds * seconds + 1) + 15))
+case " $scenarios " in
+    *" s "*) estimate=$((estimate + 7 * (rounds * ${seconds_given:-10} + 1))) ;;
+esac
+echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target" \
+     "((s): ${seconds_given:-10} s); about $estimate s"
 
 for s in $scenarios; do
     case $s in
@@ -536,6 +641,44 @@ for s in $scenarios; do
         fi
         echo "  Redis 1 ms away: $far_method"
         echo "  redis-cli --latency to it, idle (min max avg samples, ms): ${far_rtt:-?}"
+        ;;
+    s)
+        if ! setup_settle; then
+            echo
+            echo "(s) skipped: its nginx did not start or did not limit (see $dir/settle_off/error.log)"
+            continue
+        fi
+        saved=$seconds
+        seconds=${seconds_given:-10} table_keys=$settle_keys
+        r=127.0.0.1:$redis_port
+        target s.proxy settle_off /s-none/index.html "$settle_keys" - "proxy_pass alone"
+        target s.tb settle_off /s-tb/index.html "$settle_keys" "$r" "token_bucket"
+        target s.tb_settle settle_on /s-tb/index.html "$settle_keys" "$r" "token_bucket, settle="
+        target s.fw settle_off /s-fw/index.html "$settle_keys" "$r" "fixed_window"
+        target s.fw_settle settle_on /s-fw/index.html "$settle_keys" "$r" "fixed_window, settle="
+        target s.tb1 settle_off /s-tb/index.html shared "$r" "token_bucket 1 key"
+        target s.tb1_settle settle_on /s-tb/index.html shared "$r" "token_bucket 1 key, settle="
+        settle_target s.tb_settle s_tb_settle
+        settle_target s.fw_settle s_fw_settle
+        settle_target s.tb1_settle s_tb_settle
+        cmds_target s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
+        run s.proxy s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
+        table "(s) settle='s cost: cost=100 with and without settle=\$upstream_http_x_usage_total_tokens (30 or 170), all through proxy_pass" \
+            s.proxy s.tb s.tb_settle s.fw s.fw_settle s.tb1 s.tb1_settle
+        settle_ratios s.tb s.tb_settle "token_bucket, $settle_keys keys"
+        cmds_profile s.tb s.tb_settle
+        settle_ratios s.fw s.fw_settle "fixed_window, $settle_keys keys"
+        cmds_profile s.fw s.fw_settle
+        settle_ratios s.tb1 s.tb1_settle "token_bucket, one key"
+        cmds_profile s.tb1 s.tb1_settle
+        echo "  ratios (req/s): token_bucket/proxy_pass alone $(ratio s.tb s.proxy)  fixed_window/proxy_pass alone $(ratio s.fw s.proxy)"
+        [ -z "$settle_note" ] || echo "  settle= probe: $settle_note"
+        [ -z "${skipped[settle_on]:-}" ] || echo "  settle=: skipped: ${skipped[settle_on]}"
+        if [ -f "$dir/settle_on/error.log" ]; then
+            echo "  settle= warnings in its error.log: $(grep -c 'redis_ratelimit: settle' "$dir/settle_on/error.log" || true)," \
+                 "e.g. $(grep -m1 'redis_ratelimit: settle' "$dir/settle_on/error.log" | sed 's/.*redis_ratelimit: //' || true)"
+        fi
+        seconds=$saved table_keys=
         ;;
     e)
         target e.bare bare /e/index.html shared - "bare nginx"

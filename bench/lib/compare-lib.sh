@@ -5,7 +5,7 @@
 # around it, the rounds, the summaries, the tables and ratios). Functions
 # and the targets' arrays only: they use the caller's variables (dir, here,
 # module, tls_module, http_port, redis_port, tls_redis_port, proxy_pid, ns,
-# veth_host, hz, rounds, seconds, nkeys, steal) and its limiter() and
+# veth_host, hz, rounds, seconds, nkeys, table_keys, steal) and its limiter() and
 # locations(), which write an instance's configuration.
 
 # shellcheck disable=SC2154 # the variables are the caller's
@@ -75,7 +75,7 @@ start_nginx() { # NAME KIND [REDIS_HOST REDIS_PORT [SERVER PARAMETERS]]
     case $kind in
         peer) modules="load_module /usr/lib/nginx/modules/ndk_http_module.so;
 load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;" ;;
-        module|lease) modules="load_module $module;" ;;
+        module|lease|settle_*) modules="load_module $module;" ;;
         tls) modules="load_module $tls_module;" ;;
     esac
     cat > "$inst/nginx.conf" <<CONF
@@ -109,12 +109,21 @@ headers() { # NAME PATH
 # a target: an instance, a location, wrk's key argument, the Redis it uses
 # and, with lease=, its zone (for the metrics). An instance in skipped (its
 # reason) makes no target: run, table and the ratios leave it out.
-declare -A t_inst t_path t_keys t_redis t_label t_zone rss_before rss_after skipped
+declare -A t_inst t_path t_keys t_redis t_label t_zone t_settle t_cmds rss_before rss_after skipped
 
 target() { # ID INSTANCE PATH KEYS REDIS(host:port or -) LABEL [LEASE_ZONE]
     [ -z "${skipped[$2]:-}" ] || return 0
     t_inst[$1]=$2 t_path[$1]=$3 t_keys[$1]=$4 t_redis[$1]=$5 t_label[$1]=$6
-    t_zone[$1]=${7:-}
+    t_zone[$1]=${7:-} t_settle[$1]='' t_cmds[$1]=''
+}
+settle_target() { # ID SETTLE_ZONE: the zone's settlements counted per run
+    if has "$1"; then t_settle[$1]=$2; fi
+}
+cmds_target() { # ID...: Redis's commands, each, counted per run
+    local id
+    for id in "$@"; do
+        if has "$id"; then t_cmds[$id]=1; fi
+    done
 }
 has() { [ -n "${t_inst[$1]:-}" ]; }  # ID: a target made
 
@@ -129,12 +138,29 @@ lease_counts() {
         END { printf "%d %d %d %d %d %d\n", v[1], v[2], v[3], v[4], v[5], v[6] }'
 }
 
-redis_stats() { # HOST:PORT -> "evalsha commands cpu_seconds"
+# INSTANCE ZONE -> "settled settle_failed": the zone's settlements in the
+# instance's /metrics
+settle_counts() {
+    curl -s "http://127.0.0.1:${http_port[$1]}/metrics" | awk -v z="zone=\"$2\"" '
+        /^redis_ratelimit_settlements_total/ && index($0, z) {
+            if (index($0, "result=\"settled\"")) s = $NF
+            if (index($0, "result=\"settle_failed\"")) f = $NF }
+        END { printf "%d %d\n", s, f }'
+}
+
+# HOST:PORT -> "NAME calls usec" per command (INFO excluded)
+redis_cmdstats() {
+    redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats | tr -d '\r' | awk -F'[:=,]' '
+        /^cmdstat_/ && $1 != "cmdstat_info" { print substr($1, 9), $3, $5 }'
+}
+
+# HOST:PORT -> "evalsha commands cpu_seconds evalsha_usec"
+redis_stats() {
     redis-cli -h "${1%:*}" -p "${1#*:}" info commandstats cpu | tr -d '\r' | awk -F'[:=,]' '
         /^cmdstat_/ { if ($1 != "cmdstat_info") all += $3
-                      if ($1 == "cmdstat_evalsha") evalsha = $3 }
+                      if ($1 == "cmdstat_evalsha") { evalsha = $3; usec = $5 } }
         /^used_cpu_(sys|user):/ { cpu += $2 }
-        END { printf "%d %d %.6f\n", evalsha, all, cpu }'
+        END { printf "%d %d %.6f %d\n", evalsha, all, cpu, usec }'
 }
 
 wrk_run() { # ID SECONDS -> wrk's output
@@ -143,9 +169,11 @@ wrk_run() { # ID SECONDS -> wrk's output
 }
 
 measure() { # ID: one run, appended to results/ID
-    local id=$1 before=(0 0 0) after=(0 0 0) out worker t0 t1 l0 l1
+    local id=$1 before=(0 0 0 0) after=(0 0 0 0) out worker t0 t1 l0 l1 s0 s1
     worker=$(worker_pid "${t_inst[$id]}")
     [ -z "${t_zone[$id]}" ] || l0=$(lease_counts "${t_inst[$id]}" "${t_zone[$id]}")
+    [ -z "${t_settle[$id]}" ] || s0=$(settle_counts "${t_inst[$id]}" "${t_settle[$id]}")
+    [ -z "${t_cmds[$id]}" ] || redis_cmdstats "${t_redis[$id]}" > "$dir/results/$id.cmds0"
     [ "${t_redis[$id]}" = - ] || read -r -a before <<< "$(redis_stats "${t_redis[$id]}")"
     t0=$(cpu_ticks "$worker")
     out=$(wrk_run "$id" "$seconds")
@@ -156,9 +184,20 @@ measure() { # ID: one run, appended to results/ID
         echo "$l0 $l1" | awk '{ print $7 - $1, $8 - $2, $9 - $3, $10 - $4, $11 - $5, $12 - $6 }' \
             >> "$dir/results/$id.lease"
     fi
+    if [ -n "${t_cmds[$id]}" ]; then
+        redis_cmdstats "${t_redis[$id]}" | awk '
+            NR == FNR { c[$1] = $2; u[$1] = $3; next }
+            { print $1, $2 - c[$1], $3 - u[$1] }' "$dir/results/$id.cmds0" - \
+            >> "$dir/results/$id.cmds"
+    fi
+    if [ -n "${t_settle[$id]}" ]; then
+        s1=$(settle_counts "${t_inst[$id]}" "${t_settle[$id]}")
+        echo "$s0 $s1" | awk '{ print $3 - $1, $4 - $2 }' >> "$dir/results/$id.settle"
+    fi
     echo "$out" >> "$dir/results/$id.wrk"
     echo "$out" | awk -v e="$((after[0] - before[0]))" -v c="$((after[1] - before[1]))" \
                       -v cpu0="${before[2]}" -v cpu1="${after[2]}" \
+                      -v usec="$((after[3] - before[3]))" \
                       -v worker="$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN { print t / hz }')" '
         function ms(v) {
             if (v ~ /us$/) return v / 1000
@@ -172,8 +211,8 @@ measure() { # ID: one run, appended to results/ID
         /^Requests\/sec/ { rps = $2 }
         /Non-2xx/ { non2xx = $NF }
         /Socket errors/ { errors = $0 }
-        END { printf "%s %s %s %d %d %d %d %.6f %.2f\n", rps, p50, p99, req, non2xx, e, c,
-                     cpu1 - cpu0, worker
+        END { printf "%s %s %s %d %d %d %d %.6f %.2f %d\n", rps, p50, p99, req, non2xx, e, c,
+                     cpu1 - cpu0, worker, usec
               if (errors != "") print errors > "/dev/stderr" }' \
         >> "$dir/results/$id" 2>> "$dir/results/$id.errors"
 }
@@ -247,7 +286,7 @@ table() { # TITLE ID...
     shift
     echo
     echo "$title"
-    echo "  wrk -t1 -c64, $nkeys keys unless one key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
+    echo "  wrk -t1 -c64, ${table_keys:-$nkeys} keys unless one key; $rounds round(s) x ${seconds} s, medians; CPU steal ${steal}%"
     printf '  %-27s %6s %6s %6s %7s %5s %9s %7s %8s %9s  %s\n' \
         "" "req/s" "spread" "p50" "p99" "rej" "nginx CPU" "EVALSHA" "Redis" "Redis CPU" "worker RSS kB" \
         "" "" "%" "ms" "ms" "%" "ms/1k req" "/req" "cmds/req" "ms/1k req" "before -> after"
@@ -272,4 +311,86 @@ lease_ratios() { # BARE MODULE LEASE
     else
         echo "  module lease=: skipped (${skipped[lease]})"
     fi
+}
+
+# ID -> "evalsha_usec_per_call entries_per_evalsha settled/req failed/req
+#        evalsha_usec/req": over all its measured runs; entries are the
+#        requests plus the settlements counted (each a check or a settle
+#        entry of a batch)
+settle_summary() {
+    local settled=0 failed=0
+    if [ -f "$dir/results/$1.settle" ]; then
+        read -r settled failed <<< "$(awk '{ s += $1; f += $2 } END { print s + 0, f + 0 }' \
+            "$dir/results/$1.settle")"
+    fi
+    awk -v s="$settled" -v f="$failed" '
+        { req += $4; evalsha += $6; usec += $10 }
+        END { printf "%.1f %.1f %.3f %.3f %.2f\n", evalsha ? usec / evalsha : 0,
+                     evalsha ? (req + s) / evalsha : 0, req ? s / req : 0, req ? f / req : 0,
+                     req ? usec / req : 0 }' \
+        "$dir/results/$1"
+}
+
+# WITHOUT WITH NAME: the cost of settle= on the same load (same upstream)
+settle_ratios() {
+    local a b x y
+    if ! has "$2"; then
+        echo "  $3 with settle=: skipped"
+        return
+    fi
+    read -r -a a <<< "$(summary "$1")"
+    read -r -a b <<< "$(summary "$2")"
+    read -r -a x <<< "$(settle_summary "$1")"
+    read -r -a y <<< "$(settle_summary "$2")"
+    awk -v label="$3" -v r0="${a[0]}" -v r1="${b[0]}" \
+        -v p50a="${a[2]}" -v p50b="${b[2]}" -v p99a="${a[3]}" -v p99b="${b[3]}" \
+        -v ea="${a[6]}" -v eb="${b[6]}" -v ca="${a[8]}" -v cb="${b[8]}" \
+        -v ua="${x[0]}" -v ub="${y[0]}" -v na="${x[1]}" -v nb="${y[1]}" \
+        -v settled="${y[2]}" -v failed="${y[3]}" -v qa="${x[4]}" -v qb="${y[4]}" '
+        function r(p, q) { return q > 0 ? sprintf("%.2f", p / q) : "-" }
+        BEGIN {
+            printf "  %s, with/without: req/s %s, p50 %s, p99 %s;" \
+                   " Redis CPU per request %.1f us vs %.1f us: %s%s;" \
+                   " EVALSHA per request %.3f vs %.3f: %s\n",
+                   label, r(r1, r0), r(p50b, p50a), r(p99b, p99a), cb, ca, r(cb, ca),
+                   (ca > 0 && cb / ca > 1.3 ? " (OVER 1.3x)" : ""), eb, ea, r(eb, ea)
+            printf "    in the script (EVALSHA usec) per request %.2f us vs %.2f us: %s;" \
+                   " EVALSHA usec_per_call %.1f vs %.1f; entries (checks + settlements)" \
+                   " per EVALSHA %.1f vs %.1f\n", qb, qa, r(qb, qa), ub, ua, nb, na
+            printf "    settlements per request (metrics): settled %.3f, settle_failed %.3f\n",
+                   settled, failed
+        }'
+}
+
+# WITHOUT WITH: Redis's time per request by command (INFO commandstats;
+# a script's own calls are counted in their commands and in EVALSHA's time;
+# those under 0.005 a request left out),
+# the script's Lua alone (EVALSHA's time less its calls') and per entry
+cmds_profile() {
+    has "$2" || return 0
+    local id
+    for id in "$1" "$2"; do
+        awk -v req="$(awk '{ r += $4 } END { print r }' "$dir/results/$id")" '
+            { c[$1] += $2; u[$1] += $3 }
+            END { for (n in c) if (c[n] >= 0.005 * req) printf "%s %.3f %.2f\n", n, c[n] / req, u[n] / req }' \
+            "$dir/results/$id.cmds" > "$dir/results/$id.profile"
+    done
+    awk -v e1="$(settle_summary "$1" | cut -d' ' -f2)" -v e2="$(settle_summary "$2" | cut -d' ' -f2)" '
+        NR == FNR { c1[$1] = $2; u1[$1] = $3; names[$1] = 1; next }
+        { c2[$1] = $2; u2[$1] = $3; names[$1] = 1 }
+        END {
+            line = "    per request, with vs without settle= (calls, us):"
+            for (n in names) {
+                line = line sprintf(" %s %.2f/%.2f %.2f/%.2f;", n, c2[n], c1[n], u2[n], u1[n])
+                if (n != "evalsha") { n1 += u1[n]; n2 += u2[n] }
+            }
+            print line
+            l1 = u1["evalsha"] - n1; l2 = u2["evalsha"] - n2
+            printf "    the script less its commands (Lua) per request %.2f us vs %.2f us;" \
+                   " per entry: EVALSHA %.2f us vs %.2f us, of it Lua %.2f us vs %.2f us\n",
+                   l2, l1, e2 && c2["evalsha"] ? u2["evalsha"] / (c2["evalsha"] * e2) : 0,
+                   e1 && c1["evalsha"] ? u1["evalsha"] / (c1["evalsha"] * e1) : 0,
+                   e2 && c2["evalsha"] ? l2 / (c2["evalsha"] * e2) : 0,
+                   e1 && c1["evalsha"] ? l1 / (c1["evalsha"] * e1) : 0
+        }' "$dir/results/$1.profile" "$dir/results/$2.profile"
 }
