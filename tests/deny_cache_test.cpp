@@ -11,7 +11,9 @@
 #include <string>
 
 #include "rrl.h"
+#include "rrl_conf.h"
 #include "rrl_deny_cache.h"
+#include "rrl_engine.h"
 
 namespace {
 
@@ -95,6 +97,27 @@ TEST(DenyRedis, AnotherValueOrOrderIsAnotherTag) {
               rrl_deny_redis(0, &db1, sizeof(db1)));
     EXPECT_NE(tag_of(tag_of(0, "x:1"), "y:1"), tag_of(tag_of(0, "y:1"), "x:1"));
     EXPECT_NE(tag_of(0, "x:6379"), tag_of(0, "x:6380"));
+}
+
+TEST(DenyRedis, OfAnEngineIsItsModeDbSentinelNameThenAddresses) {
+    rrl_engine_addr_t addrs[2] = {{"10.0.0.1", 6379, nullptr, "a:6379"},
+                                  {"10.0.0.2", 6379, nullptr, "b:6379"}};
+    rrl_engine_conf_t e;
+    std::memset(&e, 0, sizeof(e));
+    e.mode = RRL_SERVER_SENTINEL;
+    e.db = 3;
+    e.sentinel_name = "mymaster";
+    e.sentinel_name_len = 8;
+
+    std::uint32_t tag = rrl_deny_redis(0, &e.mode, sizeof(e.mode));
+    tag = rrl_deny_redis(tag, &e.db, sizeof(e.db));
+    tag = tag_of(tag_of(tag_of(tag, "mymaster"), "a:6379"), "b:6379");
+    EXPECT_EQ(rrl_deny_redis_of(&e, addrs, 2), tag);
+
+    std::uint32_t one = rrl_deny_redis_of(&e, addrs, 1);
+    EXPECT_NE(one, tag);
+    e.db = 4;
+    EXPECT_NE(rrl_deny_redis_of(&e, addrs, 2), tag);
 }
 
 TEST(DenyAnswer, NoEntryIsAnIdleKey) {

@@ -250,4 +250,20 @@ TEST(Shown, ProblemNamesTheRejectingZones) {
               std::string::npos);
 }
 
+TEST(Shown, VariableNamesAreTheModulesByTheirRrlVar) {
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_STATUS),
+                 "redis_ratelimit_status");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_REMAINING),
+                 "redis_ratelimit_remaining");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_RESET),
+                 "redis_ratelimit_reset");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_ZONE), "redis_ratelimit_zone");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_RTT), "redis_ratelimit_rtt");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_DELAY),
+                 "redis_ratelimit_delay");
+    EXPECT_STREQ(rrl_shown_variable_name(RRL_VAR_COST), "redis_ratelimit_cost");
+    EXPECT_EQ(rrl_shown_variable_name(RRL_VAR_COST + 1), nullptr);
+    EXPECT_EQ(rrl_shown_variable_name(-1), nullptr);
+}
+
 }  // namespace

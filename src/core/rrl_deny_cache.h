@@ -9,6 +9,7 @@
 #define RRL_DENY_CACHE_H
 
 #include "rrl.h"
+#include "rrl_engine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,13 @@ rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
  */
 uint32_t rrl_deny_redis(uint32_t tag, const void *field, size_t len)
     RRL_NOEXCEPT;
+
+/*
+ * The tag of e's Redis, whose addresses are addrs (e's are set at start):
+ * its mode, db and sentinel name, then each address's name, in turn.
+ */
+uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
+    const rrl_engine_addr_t *addrs, size_t naddrs) RRL_NOEXCEPT;
 
 #define RRL_DENY_MISS      0  /* ask Redis */
 #define RRL_DENY_REJECTED  1  /* rejected without Redis */

@@ -55,6 +55,9 @@ size_t rrl_shown_fields(char *buf, size_t size, const rrl_shown_t *shown,
 #define RRL_VAR_DELAY      5   /* $redis_ratelimit_delay */
 #define RRL_VAR_COST       6   /* $redis_ratelimit_cost */
 
+/* A variable's name, without the "$"; NULL: no RRL_VAR_* variable. */
+const char *rrl_shown_variable_name(int variable) RRL_NOEXCEPT;
+
 /* A variable's value, as snprintf writes it; 0: it is not found. */
 size_t rrl_shown_variable(char *buf, size_t size, int variable,
     const rrl_shown_t *shown) RRL_NOEXCEPT;

@@ -192,10 +192,7 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     ngx_http_redis_ratelimit_main_conf_t *rmcf)
 {
     ngx_str_t                             name;
-    ngx_uint_t                            i;
     ngx_shm_zone_t                       *shm_zone;
-    rrl_engine_conf_t                    *e;
-    rrl_engine_addr_t                    *addr;
     ngx_http_redis_ratelimit_deny_ctx_t  *dctx;
 
     ngx_conf_init_uint_value(rmcf->deny_size,
@@ -219,20 +216,10 @@ ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
     }
 
     dctx = shm_zone->data;
-    e = &rmcf->engine;
 
     /* which Redis: a reload to another must not apply the old one's */
-    dctx->redis = rrl_deny_redis(0, &e->mode, sizeof(e->mode));
-    dctx->redis = rrl_deny_redis(dctx->redis, &e->db, sizeof(e->db));
-    dctx->redis = rrl_deny_redis(dctx->redis, e->sentinel_name,
-                                 e->sentinel_name_len);
-
-    addr = rmcf->addrs.elts;
-
-    for (i = 0; i < rmcf->addrs.nelts; i++) {
-        dctx->redis = rrl_deny_redis(dctx->redis, addr[i].name,
-                                     ngx_strlen(addr[i].name));
-    }
+    dctx->redis = rrl_deny_redis_of(&rmcf->engine, rmcf->addrs.elts,
+                                    rmcf->addrs.nelts);
 
     rmcf->deny_zone = shm_zone;
 

@@ -21,7 +21,6 @@
 #define NGX_HTTP_REDIS_RATELIMIT_DELAYED  4
 
 
-static ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx);
@@ -35,7 +34,7 @@ static void ngx_http_redis_ratelimit_resume(ngx_http_request_t *r);
 static void ngx_http_redis_ratelimit_ctx_cleanup(void *data);
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 {
     ngx_int_t                             rc, outcome;
@@ -409,22 +408,3 @@ ngx_http_redis_ratelimit_ctx_cleanup(void *data)
     }
 }
 
-
-ngx_int_t
-ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf)
-{
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
-
-    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
-
-    /* where limit_req runs: before access checks, so "satisfy" is moot */
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    *h = ngx_http_redis_ratelimit_handler;
-
-    return NGX_OK;
-}

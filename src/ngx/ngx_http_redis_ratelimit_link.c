@@ -34,7 +34,6 @@ static void ngx_http_redis_ratelimit_unpost(void *ev);
 static uint64_t ngx_http_redis_ratelimit_msec(void);
 static uint64_t ngx_http_redis_ratelimit_random(void);
 static int ngx_http_redis_ratelimit_quitting(void);
-static void ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m);
 
 
 /* this worker's engine (NULL: none in this process), and the loop lent */
@@ -82,7 +81,7 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     }
 
     ngx_http_redis_ratelimit_metrics_gauges(
-                                         ngx_http_redis_ratelimit_link_gauges);
+                                       ngx_http_redis_ratelimit_worker_engine);
 
     return NGX_OK;
 }
@@ -91,6 +90,7 @@ ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
 void
 ngx_http_redis_ratelimit_link_exit(void)
 {
+    ngx_http_redis_ratelimit_metrics_gauges(NULL);
     rrl_engine_free(ngx_http_redis_ratelimit_worker_engine);
     ngx_http_redis_ratelimit_worker_engine = NULL;
 }
@@ -122,13 +122,6 @@ rrl_engine_t *
 ngx_http_redis_ratelimit_engine(void)
 {
     return ngx_http_redis_ratelimit_worker_engine;
-}
-
-
-static void
-ngx_http_redis_ratelimit_link_gauges(rrl_metrics_t *m)
-{
-    rrl_engine_gauges(ngx_http_redis_ratelimit_worker_engine, m);
 }
 
 

@@ -56,9 +56,8 @@ static ngx_int_t ngx_http_redis_ratelimit_metrics_init_zone(
 
 
 static ngx_event_t       ngx_http_redis_ratelimit_metrics_timer;
-/* fills this worker's gauges in: set by the link */
-static ngx_http_redis_ratelimit_gauges_pt
-                         ngx_http_redis_ratelimit_metrics_fill;
+/* whose gauges are this worker's: set by the link */
+static rrl_engine_t     *ngx_http_redis_ratelimit_metrics_engine;
 /* what the timer's debug lines read as its connection */
 static ngx_connection_t  ngx_http_redis_ratelimit_metrics_dummy;
 /* the zone's tag: nginx refuses a name another zone uses */
@@ -127,21 +126,19 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 
     m.zones = mz;
 
-    if (sh) {
-        ngx_http_redis_ratelimit_metrics_publish();
+    ngx_http_redis_ratelimit_metrics_publish();
 
-        for (k = 0; k < RRL_METRICS_ERR_KINDS; k++) {
-            m.errors[k] = sh->errors[k];
-        }
-
-        for (k = 0; k < RRL_METRICS_BUCKETS; k++) {
-            m.rtt_buckets[k] = sh->rtt_buckets[k];
-        }
-
-        m.rtt_sum_us = sh->rtt_sum_us;
-
-        rrl_metrics_gauges_add(&m, sh->slots, NGX_MAX_PROCESSES);
+    for (k = 0; k < RRL_METRICS_ERR_KINDS; k++) {
+        m.errors[k] = sh->errors[k];
     }
+
+    for (k = 0; k < RRL_METRICS_BUCKETS; k++) {
+        m.rtt_buckets[k] = sh->rtt_buckets[k];
+    }
+
+    m.rtt_sum_us = sh->rtt_sum_us;
+
+    rrl_metrics_gauges_add(&m, sh->slots, NGX_MAX_PROCESSES);
 
     len = rrl_metrics_format(&m, NULL, 0);
     b = ngx_create_temp_buf(r->pool, len);
@@ -165,16 +162,10 @@ ngx_http_redis_ratelimit_metrics_handler(ngx_http_request_t *r)
 static ngx_http_redis_ratelimit_metrics_shctx_t *
 ngx_http_redis_ratelimit_metrics_sh(void)
 {
-    ngx_http_conf_ctx_t                   *http;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
-    http = (ngx_http_conf_ctx_t *) ngx_cycle->conf_ctx[ngx_http_module.index];
-
-    if (http == NULL) {
-        return NULL;
-    }
-
-    rmcf = http->main_conf[ngx_http_redis_ratelimit_module.ctx_index];
+    rmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_redis_ratelimit_module);
 
     if (rmcf == NULL || rmcf->metrics_zone == NULL) {
         return NULL;
@@ -271,10 +262,9 @@ ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply)
 
 
 void
-ngx_http_redis_ratelimit_metrics_gauges(
-    ngx_http_redis_ratelimit_gauges_pt gauges)
+ngx_http_redis_ratelimit_metrics_gauges(rrl_engine_t *engine)
 {
-    ngx_http_redis_ratelimit_metrics_fill = gauges;
+    ngx_http_redis_ratelimit_metrics_engine = engine;
 }
 
 
@@ -288,12 +278,12 @@ ngx_http_redis_ratelimit_metrics_publish(void)
 
     slot = ngx_http_redis_ratelimit_metrics_slot();
 
-    if (slot == NULL || ngx_http_redis_ratelimit_metrics_fill == NULL) {
+    if (slot == NULL || ngx_http_redis_ratelimit_metrics_engine == NULL) {
         return;
     }
 
     ngx_memzero(&m, sizeof(rrl_metrics_t));
-    ngx_http_redis_ratelimit_metrics_fill(&m);
+    rrl_engine_gauges(ngx_http_redis_ratelimit_metrics_engine, &m);
 
     rrl_metrics_gauges_save(&m, slot);
 }

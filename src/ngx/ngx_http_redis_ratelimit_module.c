@@ -251,8 +251,9 @@ ngx_http_redis_ratelimit_create_loc_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /* set by ngx_pcalloc(): limits.elts, local_zone, local_share: NULL, 0 */
+    /* set by ngx_pcalloc(): limits.elts, local_zone: NULL */
 
+    conf->local_share = 1;
     conf->status_code = NGX_CONF_UNSET_UINT;
     conf->dry_run = NGX_CONF_UNSET;
     conf->headers = NGX_CONF_UNSET_UINT;
@@ -312,10 +313,6 @@ ngx_http_redis_ratelimit_merge_loc_conf(ngx_conf_t *cf, void *parent,
         }
     }
 
-    if (conf->local_share == 0) {
-        conf->local_share = 1;
-    }
-
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
 
     return NGX_CONF_OK;
@@ -331,13 +328,17 @@ ngx_http_redis_ratelimit_init(ngx_conf_t *cf)
 
     rrl_set_logger(ngx_http_redis_ratelimit_core_log, NULL);
 
-    if (ngx_http_redis_ratelimit_handler_init(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
     rmcf = ngx_http_conf_get_module_main_conf(cf,
                                               ngx_http_redis_ratelimit_module);
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* where limit_req runs: before access checks, so "satisfy" is moot */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_redis_ratelimit_handler;
 
     /* settle=: after the request, when some limit has it */
     if (rmcf->settle) {

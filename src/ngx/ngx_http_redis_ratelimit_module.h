@@ -145,7 +145,7 @@ typedef struct {
 
 
 /* handler: the preaccess phase and the request's context */
-ngx_int_t ngx_http_redis_ratelimit_handler_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_redis_ratelimit_handler(ngx_http_request_t *r);
 ngx_http_redis_ratelimit_ctx_t *ngx_http_redis_ratelimit_get_ctx(
     ngx_http_request_t *r);
 
@@ -275,10 +275,8 @@ void ngx_http_redis_ratelimit_metrics_count(
 void ngx_http_redis_ratelimit_metrics_error(int kind);
 /* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
 void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply);
-/* the worker's gauges are filled in by gauges, every second */
-typedef void (*ngx_http_redis_ratelimit_gauges_pt)(rrl_metrics_t *m);
-void ngx_http_redis_ratelimit_metrics_gauges(
-    ngx_http_redis_ratelimit_gauges_pt gauges);
+/* the worker's gauges are the engine's (NULL: none), every second */
+void ngx_http_redis_ratelimit_metrics_gauges(rrl_engine_t *engine);
 
 /* settle: the log phase of settle=VALUE, when some limit has it */
 ngx_int_t ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r);

@@ -26,6 +26,33 @@ static void ngx_http_redis_ratelimit_shm_rbtree_insert_value(
     ngx_rbtree_node_t *sentinel);
 
 
+static ngx_int_t
+ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_redis_ratelimit_shm_t  *shm;
+
+    shm = shm_zone->data;
+    shm->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    /* a reload's zone of the same size (data: the old one's), or Windows' */
+    if (data || shm_zone->shm.exists) {
+        shm->sh = shm->shpool->data;
+        return NGX_OK;
+    }
+
+    if (ngx_http_redis_ratelimit_shm_create(shm, shm->shpool,
+                                            &shm_zone->shm.name)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    shm->shpool->data = shm->sh;
+
+    return NGX_OK;
+}
+
+
 ngx_shm_zone_t *
 ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf, ngx_str_t *name, size_t size,
     void *tag, size_t ctx_size, size_t entry_size, size_t end, char *what)
@@ -261,33 +288,6 @@ ngx_http_redis_ratelimit_shm_rbtree_insert_value(ngx_rbtree_node_t *temp,
     node->left = sentinel;
     node->right = sentinel;
     ngx_rbt_red(node);
-}
-
-
-ngx_int_t
-ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
-{
-    ngx_http_redis_ratelimit_shm_t  *shm;
-
-    shm = shm_zone->data;
-    shm->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    /* a reload's zone of the same size (data: the old one's), or Windows' */
-    if (data || shm_zone->shm.exists) {
-        shm->sh = shm->shpool->data;
-        return NGX_OK;
-    }
-
-    if (ngx_http_redis_ratelimit_shm_create(shm, shm->shpool,
-                                            &shm_zone->shm.name)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    shm->shpool->data = shm->sh;
-
-    return NGX_OK;
 }
 
 

@@ -67,9 +67,6 @@ typedef struct {
 ngx_shm_zone_t *ngx_http_redis_ratelimit_shm_add(ngx_conf_t *cf,
     ngx_str_t *name, size_t size, void *tag, size_t ctx_size,
     size_t entry_size, size_t end, char *what);
-/* a zone's init; a reload of the same size keeps the entries */
-ngx_int_t ngx_http_redis_ratelimit_shm_init_zone(ngx_shm_zone_t *shm_zone,
-    void *data);
 /* a new table in shpool, whose messages name it */
 ngx_int_t ngx_http_redis_ratelimit_shm_create(
     ngx_http_redis_ratelimit_shm_t *shm, ngx_slab_pool_t *shpool,

@@ -16,44 +16,7 @@
 #define NGX_HTTP_REDIS_RATELIMIT_VALUE_ROOM  64
 
 
-static ngx_int_t ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-
-
 /* data: the variable's RRL_VAR_* */
-static ngx_http_variable_t  ngx_http_redis_ratelimit_vars[] = {
-
-    { ngx_string("redis_ratelimit_status"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_STATUS,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_remaining"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_REMAINING,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_zone"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_ZONE,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_reset"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_RESET,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_rtt"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_RTT,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_delay"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_DELAY,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("redis_ratelimit_cost"), NULL,
-      ngx_http_redis_ratelimit_variable, RRL_VAR_COST,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-      ngx_http_null_variable
-};
-
 
 static ngx_int_t
 ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
@@ -108,16 +71,22 @@ ngx_http_redis_ratelimit_variable(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_redis_ratelimit_add_variables(ngx_conf_t *cf)
 {
-    ngx_http_variable_t  *var, *v;
+    int                   i;
+    ngx_str_t             name;
+    ngx_http_variable_t  *var;
 
-    for (v = ngx_http_redis_ratelimit_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
+    /* the core names them, by their RRL_VAR_* */
+    for (i = 0; rrl_shown_variable_name(i); i++) {
+        name.data = (u_char *) rrl_shown_variable_name(i);
+        name.len = ngx_strlen(name.data);
+
+        var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
         if (var == NULL) {
             return NGX_ERROR;
         }
 
-        var->get_handler = v->get_handler;
-        var->data = v->data;
+        var->get_handler = ngx_http_redis_ratelimit_variable;
+        var->data = (uintptr_t) i;
     }
 
     return NGX_OK;
