@@ -261,6 +261,45 @@ TEST(LeaseSettle, AChargeTakesFromAnyLeaseAlive) {
     EXPECT_EQ(l.settle_actual, 130u);
 }
 
+// A charge the lease cannot cover goes to Redis; a grant in flight for
+// the key then was counted before it, so the units it brings are owed
+// that much: taken out when it lands (strict: never one request more
+// than the exact mode lets pass, t/settle_lease.t).
+TEST(LeaseSettle, AGrantInFlightOwesTheDebtSentToRedis) {
+    rrl_call_limit_t l = settling(100, 130);
+    rrl_lease_entry_t e = taken(l, 10);
+    e.renewing_until_us = kNow + 1000;
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(e.units, 0u);
+    EXPECT_EQ(l.settle_actual, 120u);  // 20 to Redis
+    EXPECT_EQ(e.owed, 20u);
+
+    // the grant lands: 50 more, 20 of them owed
+    rrl_call_limit_t renewal = l;
+    renewal.cost = 0;
+    renewal.lease_granted = 50;
+    renewal.lease_ttl_us = 1000000;
+    rrl_limit_result_t passed{1, 500, 1000, 0};
+    rrl_lease_call_learn(&renewal, &passed, &e, kWall, kNow, kNow + 10);
+    EXPECT_EQ(e.units, 30u);
+    EXPECT_EQ(e.owed, 0u);
+
+    // nothing in flight: nothing owed, the rest to Redis alone
+    l = settling(100, 200);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow + 20), 0);
+    EXPECT_EQ(e.units, 0u);
+    EXPECT_EQ(e.owed, 0u);
+
+    // a refusal or a failure of the grant in flight: nothing to take
+    e.renewing_until_us = kNow + 1000;
+    l = settling(100, 110);
+    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow + 30), 0);
+    EXPECT_EQ(e.owed, 10u);
+    rrl_limit_result_t refused{0, 0, 1000, 1000};
+    rrl_lease_call_learn(&renewal, &refused, &e, kWall, kNow, kNow + 40);
+    EXPECT_EQ(e.owed, 0u);
+}
+
 TEST(LeaseSettle, OnlyInTheSameLeaseAlive) {
     rrl_call_limit_t l = settling(100, 30);
     rrl_lease_entry_t e = taken(l, 5);

@@ -250,12 +250,16 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 std::int64_t sent_us, std::int64_t now_us) {
     if (result.passed == 0) {
         if (limit.cost == 0) entry->renewing_until_us = 0;
+        entry->owed = 0;
         return RRL_LEASE_REFUSED;
     }
 
     if (!lease_same_zone(limit, *entry)) reset_to_zone(limit, entry);
 
     std::uint64_t extra = granted > limit.cost ? granted - limit.cost : 0;
+    // a debt sent to Redis after this grant was counted: its units first
+    extra -= std::min(extra, entry->owed);
+    entry->owed = 0;
     std::int64_t end = sent_us + ttl_us - RRL_LEASE_MARGIN_US;
     int event;
 
@@ -287,18 +291,18 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
 void lease_renewal_failed(rrl_lease_entry_t* entry) {
     entry->renewing_until_us = 0;
+    entry->owed = 0;
 }
 
 bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                   std::uint64_t cost, std::uint64_t& actual,
                   std::int64_t taken_at_us, std::int64_t now_us) {
-    if (entry == nullptr || !lease_same_zone(limit, *entry) ||
-        now_us >= entry->lease_end_us) {
-        return false;
-    }
+    if (entry == nullptr || !lease_same_zone(limit, *entry)) return false;
+
+    bool alive = now_us < entry->lease_end_us;
 
     if (actual < cost) {
-        if (entry->taken_at_us != taken_at_us) return false;
+        if (!alive || entry->taken_at_us != taken_at_us) return false;
         std::uint64_t refund = cost - actual;
         entry->units = add_sat(entry->units, refund);
         entry->used -= std::min(entry->used, refund);
@@ -307,10 +311,14 @@ bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
     // the units held are counted in Redis already: using them up is exact
     std::uint64_t charge = actual - cost;
-    std::uint64_t taken = std::min(charge, entry->units);
+    std::uint64_t taken = alive ? std::min(charge, entry->units) : 0;
     entry->units -= taken;
     entry->used = add_sat(entry->used, taken);
     actual -= taken;
+    // the rest goes to Redis; a grant in flight was counted without it
+    if (taken < charge && entry->renewing_until_us > now_us) {
+        entry->owed = add_sat(entry->owed, charge - taken);
+    }
     return taken == charge;
 }
 

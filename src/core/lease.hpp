@@ -105,6 +105,9 @@ void lease_renewal_failed(rrl_lease_entry_t* entry);
 // k = min(A - E, units) from any lease alive (the zone's numbers, now_us
 // before its end): actual -= k, settled there when k == A - E. The units
 // then go on as any: to requests, or given back to Redis at the lease's end.
+// What a charge leaves for Redis while a grant is in flight for the key
+// (renewing_until_us) is owed by that grant: it was counted before the
+// debt, and lease_learn() takes the owed units out of it (strict).
 bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                   std::uint64_t cost, std::uint64_t& actual,
                   std::int64_t taken_at_us, std::int64_t now_us);

@@ -44,6 +44,11 @@ typedef struct {
     uint64_t  period_ms;         /*   (a reload) makes the entry none */
     uint64_t  burst;
     int64_t   algorithm;
+    /*
+     * units of a debt (settle=) sent to Redis while a grant was in flight:
+     * that grant was counted before it, and lands that much smaller
+     */
+    uint64_t  owed;
 } rrl_lease_entry_t;
 
 /* a limit of a request as the lease rules see it */
