@@ -27,6 +27,10 @@
 #   127.0.0.2 and, allow-listed in the test's copy, 127.0.0.3: two client
 #   addresses get two keys in Redis and their own limits, the allow-listed
 #   one none).
+#   A block with several redis_ratelimit_server lines shows alternatives:
+#   each is run alone.
+# - The smoothing example (delay=2 on gcra burst=10): of 12 requests at
+#   once, 3 pass at once, 8 wait their turn 100 ms apart, 1 is rejected.
 # - A fenced block that holds configuration lines but is not tagged nginx
 #   fails: it would not be run.
 
@@ -332,6 +336,23 @@ if (defined(my $text = block_of('quick start', qr/zone=per_ip rate=10r\/s;/))) {
         'quick start: 10 requests of one address pass, the 11th is rejected');
     is(statuses($n, '127.0.0.2', '/api/', 1), '200',
         'quick start: another address has its own limit');
+    $n->stop;
+}
+
+# smoothing: of 12 requests at once, 1 + 2 pass at once, the next 8 wait
+# their turn, 100 ms apart, the 12th is rejected
+if (defined(my $text = block_of('smoothing', qr/zone=smooth\b/))) {
+    my ($conf) = configuration($text);
+    my $n = $t->start_nginx($conf);
+    my @r = $n->parallel(('/fragile/') x 12);
+    my @passed = sort { $a <=> $b } map { $_->{time} } grep { ($_->{status} // 0) == 200 } @r;
+    is(join(' ', sort map { $_->{status} // 'none' } @r), join(' ', (200) x 11, 429),
+        'smoothing: 11 of 12 requests at once pass, 1 is rejected');
+    cmp_ok($passed[2] // 9, '<', 0.08, 'smoothing: 3 pass at once');
+    cmp_ok($passed[3] // 0, '>=', 0.095, 'smoothing: the 4th waits a turn');
+    ok(($passed[10] // 0) >= 0.795 && ($passed[10] // 9) < 1.5,
+        'smoothing: the 11th waits 8 turns of 100 ms')
+        or diag("times: @passed");
     $n->stop;
 }
 
