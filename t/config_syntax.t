@@ -12,7 +12,8 @@
 #   every parameter, its TLS ones on a module built with TLS);
 # - the syntax lines of README.md and docs/ngx_http_redis_ratelimit_module.md
 #   name the same parameters and keywords for each directive, every
-#   directive of the module has both, every parameter the core's parsers
+#   directive of the module has both, with the Context of its command and
+#   the same Default, every parameter the core's parsers
 #   know (src/core/*_conf.cpp) is in both, and every keyword of the
 #   README's line is one that the sources know.
 
@@ -230,6 +231,24 @@ for my $d (sort { $a cmp $b } @module) {
 }
 for my $d (sort keys %$readme, sort keys %$page) {
     ok(grep({ $_ eq $d } @module), "$d: a directive of the module");
+}
+
+# Context: as the command table says; Default: the same in both documents
+my $table = read_text("$repo/src/ngx/ngx_http_redis_ratelimit_module.c");
+my %names = (MAIN => 'http', SRV => 'server', LOC => 'location');
+while ($table =~ /ngx_string\("(redis_ratelimit\w*)"\),\s*([^,]+),/g) {
+    my ($d, $flags) = ($1, $2);
+    my $want = join ', ', map { $names{$_} } grep { $flags =~ /NGX_HTTP_${_}_CONF\b/ }
+        qw(MAIN SRV LOC);
+    my $readme_text = read_text("$repo/README.md");
+    my $page_text = read_text("$repo/docs/ngx_http_redis_ratelimit_module.md");
+    my ($rc, $rd) = $readme_text =~ /^###+ \Q$d\E\n+```\n.*?^Default:\s*(.*?)\n^Context:\s*(.*?)\n/ms
+        ? ($2, $1) : ('', '');
+    my ($pd, $pc) = $page_text =~ /^### \Q$d\E\n.*?^\| \*\*Default:\*\* \| (.*?) \|\n^\| \*\*Context:\*\* \| (.*?) \|$/ms
+        ? ($1, $2) : ('', '');
+    is($rc, $want, "$d: README's Context is the command table's");
+    is($pc =~ s/`//gr, $want, "$d: the directive page's Context is the command table's");
+    is($pd =~ s/`//gr, $rd, "$d: both documents give the same Default");
 }
 
 # every parameter the parsers know is documented, and every word of a
