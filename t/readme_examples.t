@@ -42,7 +42,6 @@ use lib "$FindBin::Bin/lib";
 use File::Basename qw(basename);
 use IO::Socket::INET;
 use Test::More;
-use Time::HiRes qw(sleep);
 
 use RRL::Test;
 use RRL::Tls;
@@ -135,7 +134,8 @@ sub statements {
             $q = '' if $ch eq $q;
             next;
         }
-        if ($ch eq '#') {    # a comment: to the end of the line
+        # a comment, where a word may start: to the end of the line
+        if ($ch eq '#' && ($cur eq '' || $cur =~ /\s\z/)) {
             $i++ while $i + 1 < @c && $c[$i + 1] ne "\n";
             next;
         }
@@ -189,13 +189,13 @@ sub configuration {
     }
 
     # the test's Redis for one address
-    $text =~ s{\b(redis_ratelimit_server\s+)([^;]*)}{
+    $text =~ s{^(\s*redis_ratelimit_server\s+)([^;]*)}{
         my ($d, $rest) = ($1, $2);
         my @addr = grep { !/=/ && $_ ne 'cluster' && $_ ne 'tls' }
             split ' ', $rest;
         $rest =~ s/^\S+/127.0.0.1:%%REDIS_PORT%%/ if @addr == 1;
         "$d$rest"
-    }ge;
+    }gme;
     $text =~ s/^(\s*http\s*\{[^\n]*\n)/$1redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;\n/m
         unless $text =~ /\bredis_ratelimit_server\s/;
 
@@ -331,7 +331,7 @@ sub statuses {
 if (defined(my $text = block_of('quick start', qr/zone=per_ip rate=10r\/s;/))) {
     my ($conf) = configuration($text);
     my $n = $t->start_nginx($conf);
-    $t->wait_window(1, 0.6);
+    $t->wait_window(1, 0.8);
     is(statuses($n, '127.0.0.1', '/api/', 11), join(' ', (200) x 10, 429),
         'quick start: 10 requests of one address pass, the 11th is rejected');
     is(statuses($n, '127.0.0.2', '/api/', 1), '200',
@@ -373,7 +373,7 @@ if (defined(my $text = block_of('allow-list', qr/\bgeo\b/))) {
     my $per_ip = ($conf =~ /zone=per_ip\s+rate=(\d+)r\/s/)[0];
     is($per_ip, 20, 'allow-list: per_ip is 20r/s');
 
-    $t->wait_window(1, 0.6);
+    $t->wait_window(1, 0.8);
     is(statuses($n, '127.0.0.1', '/api/', 21), join(' ', (200) x 20, 429),
         'allow-list: 127.0.0.1 gets its 20 a second, then 429');
     is(statuses($n, '127.0.0.2', '/api/', 2), '200 200',
