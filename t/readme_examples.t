@@ -29,6 +29,10 @@
 #   one none).
 #   A block with several redis_ratelimit_server lines shows alternatives:
 #   each is run alone.
+# - The live overrides' redis-cli lines, run by bash against the test's
+#   Redis, each followed by a request that must show it (a rate's limit,
+#   unlimited, block, the zone's rate once deleted; the hashed key's
+#   example with a key of 200 bytes).
 # - The smoothing example (delay=2 on gcra burst=10): of 12 requests at
 #   once, 3 pass at once, 8 wait their turn 100 ms apart, 1 is rejected.
 # - A fenced block that holds configuration lines but is not tagged nginx
@@ -42,6 +46,7 @@ use lib "$FindBin::Bin/lib";
 use File::Basename qw(basename);
 use IO::Socket::INET;
 use Test::More;
+use Text::ParseWords qw(shellwords);
 
 use RRL::Test;
 use RRL::Tls;
@@ -327,6 +332,13 @@ sub statuses {
     return join ' ', map { get_from($inst, $src, $uri)->{status} } 1 .. $n;
 }
 
+# "STATUS X-RateLimit-Limit" of a request of an API key ("-": none)
+sub shown {
+    my ($inst, $key) = @_;
+    my $r = $inst->get('/', headers => { 'X-Api-Key' => $key });
+    return join ' ', $r->{status} // 'none', $r->{h}{'x-ratelimit-limit'} // '-';
+}
+
 # the quick start: 10 requests a second per client address
 if (defined(my $text = block_of('quick start', qr/zone=per_ip rate=10r\/s;/))) {
     my ($conf) = configuration($text);
@@ -353,6 +365,47 @@ if (defined(my $text = block_of('smoothing', qr/zone=smooth\b/))) {
     ok(($passed[10] // 0) >= 0.795 && ($passed[10] // 9) < 1.5,
         'smoothing: the 11th waits 8 turns of 100 ms')
         or diag("times: @passed");
+    $n->stop;
+}
+
+# live overrides: each redis-cli line of the README's example, run by bash
+# (its redis-cli reaching the test's Redis), then a request of its key;
+# the hashed key's example with a key of 200 bytes
+if (defined(my $text = block_of('overrides', qr/\boverrides=on\b/))) {
+    my ($rate) = $text =~ /\brate=(\d+)r\//;
+    my $n = $t->start_nginx((configuration($text
+        . "location / { root %%TESTDIR%%/html; redis_ratelimit zone=api; }\n"))[0]);
+    my $cli = RRL::Test::which(RRL::Test::redis_cli_binary());
+    my $bin = $t->write_file('bin/redis-cli', "#!/bin/sh\nexec $cli -h 127.0.0.1 "
+        . "-p " . $t->redis_port . " \"\$@\"\n");
+    chmod 0755, $bin;
+    local $ENV{PATH} = $t->testdir . "/bin:$ENV{PATH}";
+
+    my @sh = grep { $_->{doc} eq 'README.md' && $_->{lang} eq 'sh'
+        && $_->{heading} eq 'Live overrides' } blocks('README.md');
+    is(scalar(@sh), 2, 'overrides: two sh blocks');
+
+    for my $line (grep { /\S/ && !/^\s*#/ } split /\n/, $sh[0]{text} // '') {
+        my $out = RRL::Test::run_command('bash', '-c', $line);
+        is($?, 0, "overrides: $line: runs") or diag($out);
+        my ($key) = $line =~ /rrl:\{api:([^}]*)\}:limit/ or next;
+        my @w = shellwords($line);
+        next unless $w[1] =~ /^(SET|DEL)$/;
+        my $value = $w[1] eq 'DEL' ? 'deleted' : $w[3];
+        my $want = $value eq 'unlimited' ? '200 -'
+            : $value eq 'block' ? '429 0'
+            : $value eq 'deleted' ? "200 $rate"
+            : $value =~ /^(\d+)r\/\S+(?:\s+burst=(\d+))?$/ ? '200 ' . ($1 + ($2 // 0))
+            : '?';
+        is(shown($n, $key), $want, "overrides: $line: a request of $key shows it");
+    }
+
+    my $long = 'k' x 200;
+    (my $hashed = $sh[1]{text} // '') =~ s/^KEY='[^']*'/KEY='$long'/m;
+    my $out = RRL::Test::run_command('bash', '-c', $hashed);
+    is($?, 0, 'overrides: the hashed key\'s example runs') or diag($out);
+    is(shown($n, $long), '200 -', 'overrides: a key of 200 bytes, unlimited');
+    is(scalar($n->grep_log(qr/invalid override/)), 0, 'overrides: none invalid');
     $n->stop;
 }
 
