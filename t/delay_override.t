@@ -7,7 +7,7 @@
 # burst and rate: (5 - 0) x 100 ms. The override still decides how many
 # pass: the 7th of a burst is rejected with its Retry-After. nginx -s quit
 # and a reload end within that bound with a delayed request parked, which
-# completes.
+# completes; a zone's own long delay is ended by worker_shutdown_timeout.
 
 use strict;
 use warnings;
@@ -151,6 +151,42 @@ is(override('quit'), 'OK', 'override set for the quit');
     is($r->{status}, 200, 'quit: the delayed request completes with 200');
     ok(!RRL::Test::Nginx::alive($pid), 'quit: nginx exited');
     cmp_ok($took, '<', 2, sprintf('quit: in %.0f ms', $took * 1000));
+}
+
+# the zone's own long delay (1r/m: a minute) is held by a quit as by
+# limit_req's, and nginx's worker_shutdown_timeout ends it: the request is
+# closed, nothing is left open
+
+{
+    my $m = $t->start_nginx(<<'EOF2');
+worker_shutdown_timeout 300ms;
+http {
+    redis_ratelimit_server 127.0.0.1:%%REDIS_PORT%%;
+    redis_ratelimit_zone $arg_key zone=own rate=1r/m burst=5 algorithm=leaky_bucket;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        root %%TESTDIR%%/html;
+
+        location /own { redis_ratelimit zone=own delay=0; try_files /index.html =404; }
+    }
+}
+EOF2
+    is($m->get('/own?key=k&n=first')->{status}, 200, 'shutdown timeout: first');
+    my $s = RRL::Test::http_send($m->port, 'GET', '/own?key=k&n=delayed');
+    sleep 0.1;
+    my $t0 = time;
+    my $pid = $m->read_pid;
+    kill 'QUIT', $pid;
+    my $r = RRL::Test::http_read($s, timeout => 5);
+    while (RRL::Test::Nginx::alive($pid) && time - $t0 < 10) {
+        sleep 0.02;
+    }
+    my $took = time - $t0;
+    ok(!RRL::Test::Nginx::alive($pid), 'shutdown timeout: nginx exited');
+    cmp_ok($took, '<', 2, sprintf('shutdown timeout: in %.0f ms, not a '
+        . 'minute', $took * 1000));
+    ok(!defined $r->{status}, 'shutdown timeout: the delayed request closed');
 }
 
 $t->done_testing;
