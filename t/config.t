@@ -149,7 +149,7 @@ my @bad = (
         'invalid parameter "sentinel=m" in "redis_ratelimit_server" directive, "cluster" and "sentinel=" exclude each other in FILE:LINE'],
     ['cluster twice',
         "http {\n    redis_ratelimit_server 127.0.0.1:7000 cluster cluster; # HERE\n}\n",
-        'invalid parameter "cluster" in "redis_ratelimit_server" directive, "cluster" and "sentinel=" exclude each other in FILE:LINE'],
+        'duplicate parameter "cluster" in "redis_ratelimit_server" directive in FILE:LINE'],
     ['sentinel without a name',
         "http {\n    redis_ratelimit_server 127.0.0.1:26379 sentinel=; # HERE\n}\n",
         'invalid parameter "sentinel=" in "redis_ratelimit_server" directive, sentinel= needs the name of the primary in FILE:LINE'],
@@ -257,6 +257,42 @@ my @bad = (
         'duplicate parameter "settle=$request_length" in "redis_ratelimit" directive in FILE:LINE'],
     ['delay and nodelay', in_location('redis_ratelimit zone=z delay=1 nodelay; # HERE'),
         'conflicting parameter "nodelay" in "redis_ratelimit" directive in FILE:LINE'],
+    # each parameter once (issue 25): the last one won, silently
+    ['zone twice', in_location('redis_ratelimit zone=z zone=z; # HERE'),
+        'duplicate parameter "zone=z" in "redis_ratelimit" directive in FILE:LINE'],
+    ['cost twice', in_location('redis_ratelimit zone=z cost=2 cost=3; # HERE'),
+        'duplicate parameter "cost=3" in "redis_ratelimit" directive in FILE:LINE'],
+    ['a cost and a variable cost', in_location('redis_ratelimit zone=z cost=3 cost=$arg_c; # HERE'),
+        'duplicate parameter "cost=$arg_c" in "redis_ratelimit" directive in FILE:LINE'],
+    # was "invalid number of arguments": the directive took 3 words at most
+    ['two variable costs and settle', in_location('redis_ratelimit cost=$a settle=$s cost=$b zone=z; # HERE'),
+        'duplicate parameter "cost=$b" in "redis_ratelimit" directive in FILE:LINE'],
+    ['delay after nodelay, with every parameter', in_location('redis_ratelimit zone=z cost=1 settle=$s nodelay delay=1; # HERE'),
+        'conflicting parameter "delay=1" in "redis_ratelimit" directive in FILE:LINE'],
+    (map {
+        my ($first, $second) = @$_;
+        ["zone's $first twice",
+            http_conf("    redis_ratelimit_zone \$arg_k $first $second zone=z rate=5r/s; # HERE\n"),
+            qq{duplicate parameter "$second" in "redis_ratelimit_zone" directive in FILE:LINE}]
+    } (['zone=fw', 'zone=tb'], ['rate=1r/s', 'rate=2r/s'],
+        ['algorithm=fixed_window', 'algorithm=token_bucket'], ['burst=1', 'burst=2'],
+        ['overrides=on', 'overrides=off'], ['lease=10%', 'lease=20%'])),
+    (map {
+        my ($first, $second) = @$_;
+        ["server's $first twice",
+            "http {\n    redis_ratelimit_server 127.0.0.1:6379 $first $second; # HERE\n}\n",
+            qq{duplicate parameter "$second" in "redis_ratelimit_server" directive in FILE:LINE}]
+    } (['timeout=1s', 'timeout=2s'], ['connect_timeout=1s', 'connect_timeout=2s'],
+        ['cooldown=1s', 'cooldown=2s'], ['max_failures=1', 'max_failures=2'],
+        ['max_parked=1', 'max_parked=2'], ['cluster', 'cluster'],
+        ['sentinel=m', 'sentinel=n'], ['tls', 'tls'], ['tls_ca=a.pem', 'tls_ca=b.pem'],
+        ['tls_cert=a.pem', 'tls_cert=b.pem'], ['tls_key=a.pem', 'tls_key=b.pem'],
+        ['tls_server_name=a', 'tls_server_name=b'], ['tls_verify=on', 'tls_verify=off'],
+        ['sentinel_tls=on', 'sentinel_tls=off'], ['password=a', 'password=b'],
+        ['username=a', 'username=b'], ['sentinel_password=a', 'sentinel_password=b'],
+        ['db=1', 'db=2'])),
+    ['the metrics with a value', in_location('redis_ratelimit_metrics on; # HERE'),
+        'invalid number of arguments in "redis_ratelimit_metrics" directive in FILE:LINE'],
     ['delay not a number', in_location('redis_ratelimit zone=z delay=-1; # HERE'),
         'invalid value "delay=-1" in "redis_ratelimit" directive, delay must be a number in FILE:LINE'],
     ['cost over the capacity, leaky_bucket: burst 0 allows 1',
@@ -529,6 +565,22 @@ http {
     redis_ratelimit_zone $arg_k zone=lb rate=10r/s algorithm=leaky_bucket burst=5;
     redis_ratelimit_zone $arg_k zone=g rate=10r/s algorithm=gcra burst=2;
     redis_ratelimit_zone $arg_k zone=fw rate=10r/s algorithm=fixed_window;
+}
+EOF2
+    # every parameter of each directive at once: none is refused by count
+    ['every parameter at once', <<'EOF2'],
+http {
+    redis_ratelimit_server 127.0.0.1:6379 timeout=50ms connect_timeout=1s cooldown=1s max_failures=3 max_parked=10 username=u password=p db=1;
+    redis_ratelimit_zone $arg_k zone=tb rate=5r/m algorithm=token_bucket burst=9 overrides=off lease=10%;
+    redis_ratelimit_zone $arg_k zone=lb rate=10r/s algorithm=leaky_bucket burst=5 overrides=on lease=off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /lb/ {
+            redis_ratelimit zone=lb cost=$arg_c settle=$bytes_sent delay=2;
+            redis_ratelimit zone=tb cost=2 settle=$bytes_sent nodelay;
+            redis_ratelimit_fail local local_zone=l:1m local_share=1/2;
+        }
+    }
 }
 EOF2
     ['overrides on and off', <<'EOF2'],

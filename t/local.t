@@ -308,6 +308,11 @@ my @bad = (
         qq{invalid parameter "share=1/2" in $fail in FILE:LINE}],
     ['local_zone twice', in_location('redis_ratelimit_fail local local_zone=a:1m local_zone=b:1m; # HERE'),
         qq{duplicate parameter "local_zone=b:1m" in $fail in FILE:LINE}],
+    ['local_share twice', in_location('redis_ratelimit_fail local local_share=1/2 local_share=1/3; # HERE'),
+        qq{duplicate parameter "local_share=1/3" in $fail in FILE:LINE}],
+    # issue 25: was "invalid number of arguments", the directive took 3 words
+    ['local_zone twice, with local_share', in_location('redis_ratelimit_fail local local_zone=a:1m local_share=1/2 local_zone=b:1m; # HERE'),
+        qq{duplicate parameter "local_zone=b:1m" in $fail in FILE:LINE}],
     ['fail twice', in_location("redis_ratelimit_fail local;\n            redis_ratelimit_fail local; # HERE"),
         qq{"redis_ratelimit_fail" directive is duplicate in FILE:LINE}],
     ['local_zone reused with another size', conf_with(

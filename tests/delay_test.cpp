@@ -124,6 +124,81 @@ TEST(Delay, OtherAlgorithmsNeverDelay) {
     }
 }
 
+// The limit of a request of zone (as configured) with delay=D, decided
+// under a live override's rate and burst (as rrl_call_reply_decode() leaves
+// it).
+rrl_call_limit_t overridden(const rrl_call_limit_t& zone, std::uint64_t delay,
+                            std::uint64_t n, std::uint64_t period_ms,
+                            std::uint64_t burst, std::uint64_t cost = 1) {
+    rrl_call_limit_t l;
+    rrl_call_limit(&l, &zone, cost, nullptr, 0, nullptr, 0, delay);
+    l.override = RRL_OVERRIDE_RATE;
+    l.limit = n;
+    l.period_ms = period_ms;
+    l.burst = burst;
+    return l;
+}
+
+// issue 25: the zone 10r/s burst=5 with delay=0 and a key's override
+// 1r/h burst=5 parked the 3rd request for 2 h (7199937 ms seen), holding a
+// reloading worker; a wait is bounded by the zone's own B x interval
+TEST(Delay, AnOverridesSlowerRateWaitsNoLongerThanTheZoneAllows) {
+    rrl_call_limit_t zone = leaky(10, 1000, 5, RRL_DELAY_NONE);
+    rrl_call_limit_t l = overridden(zone, 0, 1, 3600000, 5);
+    EXPECT_EQ(waits(l, {0, 0, 0, 0, 0, 0, 0}),
+              (std::vector<std::int64_t>{0, 500000, 500000, 500000, 500000,
+                                         500000, -1}));
+
+    // the issue's reply: 2 h ahead less 63 ms
+    rrl_limit_result_t r{1, 2, 10799937000, 0};
+    EXPECT_EQ(rrl::limit_delay_us(l, r, 1), 500000);
+    EXPECT_EQ(rrl_call_delay(&l, &r, 1, 1, 1), 500000);
+
+    // the 6th: 6 h ahead. delay=2: (5 - 2) x 100 ms; cost=2: (5 + 1 - 2)
+    // x 100 ms; delay=B: never a wait, as under the zone's own rate
+    rrl_limit_result_t sixth{1, 0, 21600000000, 0};
+    EXPECT_EQ(rrl::limit_delay_us(overridden(zone, 2, 1, 3600000, 5), sixth, 1),
+              300000);
+    EXPECT_EQ(
+        rrl::limit_delay_us(overridden(zone, 0, 1, 3600000, 5, 2), sixth, 1),
+        400000);
+    EXPECT_EQ(rrl::limit_delay_us(overridden(zone, 5, 1, 3600000, 5), sixth, 1),
+              0);
+}
+
+TEST(Delay, AnOverridesFasterRateWaitsAsItsOwn) {
+    // 100r/s burst=5 under a zone of 10r/s: 10 ms apart, under the bound
+    rrl_call_limit_t zone = leaky(10, 1000, 5, RRL_DELAY_NONE);
+    EXPECT_EQ(
+        waits(overridden(zone, 0, 100, 1000, 5), {0, 0, 0, 0, 0, 0}),
+        (std::vector<std::int64_t>{0, 10000, 20000, 30000, 40000, 50000}));
+    // a larger burst than the zone's: its waits up to the zone's bound
+    EXPECT_EQ(waits(overridden(zone, 0, 5, 1000, 20), {0, 0, 0, 0, 0}),
+              (std::vector<std::int64_t>{0, 200000, 400000, 500000, 500000}));
+}
+
+TEST(Delay, TheBoundNeverShortensTheZonesOwnWaits) {
+    // the zone's own values, as rrl_call_limit() sets them: the waits of
+    // the tests above, the longest of them exactly the bound
+    rrl_call_limit_t zone = leaky(10, 1000, 5, RRL_DELAY_NONE);
+    rrl_call_limit_t l;
+    rrl_call_limit(&l, &zone, 2, nullptr, 0, nullptr, 0, 0);
+    EXPECT_EQ(l.zone_limit, 10u);
+    EXPECT_EQ(waits(l, {0, 0, 0, 0}),
+              (std::vector<std::int64_t>{0, 200000, 400000, -1}));
+
+    rrl_call_limit_t z4 = leaky(10, 1000, 4, RRL_DELAY_NONE);
+    rrl_call_limit(&l, &z4, 1, nullptr, 0, nullptr, 0, 2);
+    EXPECT_EQ(waits(l, {0, 0, 0, 0}, 2),
+              (std::vector<std::int64_t>{0, 0, 200000, -1}));
+
+    rrl_call_limit_t z6 = leaky(6, 1000, 5, RRL_DELAY_NONE);
+    rrl_call_limit(&l, &z6, 1, nullptr, 0, nullptr, 0, 1);
+    std::vector<std::int64_t> w = waits(l, {0, 0, 0, 0, 0, 0, 0});
+    EXPECT_NEAR(static_cast<double>(w[5]), 666666.67, 1.0);
+    EXPECT_EQ(w[6], -1);
+}
+
 TEST(Delay, RequestWaitsForTheLongestOfItsLimits) {
     std::vector<rrl_call_limit_t> l = {leaky(10, 1000, 5, 0),
                                        leaky(1, 1000, 5, 0),

@@ -113,6 +113,39 @@ TEST(LimitConf, Errors) {
               "\"redis_ratelimit\" must have \"zone\" parameter");
 }
 
+// issue 25: zone=, cost= given twice were taken silently, the last winning
+// (cost=3 cost=$arg_c: the variable's); delay= and settle= were refused
+TEST(LimitConf, EachParameterOnce) {
+    const std::string in = " in \"redis_ratelimit\" directive";
+    EXPECT_EQ(limit_error({"zone=fw", "zone=tb"}),
+              "duplicate parameter \"zone=tb\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "zone=z"}),
+              "duplicate parameter \"zone=z\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "cost=5", "cost=7"}),
+              "duplicate parameter \"cost=7\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "cost=3", "cost=$arg_c"}),
+              "duplicate parameter \"cost=$arg_c\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "cost=$arg_c", "cost=3"}),
+              "duplicate parameter \"cost=3\"" + in);
+    EXPECT_EQ(limit_error({"cost=$a", "settle=$s", "cost=$b", "zone=z"}),
+              "duplicate parameter \"cost=$b\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "cost=1", "cost=0"}),
+              "duplicate parameter \"cost=0\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "settle=$a", "settle="}),
+              "duplicate parameter \"settle=\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "delay=1", "delay=2"}),
+              "duplicate parameter \"delay=2\"" + in);
+    EXPECT_EQ(limit_error({"zone=z", "nodelay", "delay=2"}),
+              "conflicting parameter \"delay=2\"" + in);
+
+    // every parameter at once
+    rrl::LimitConf all;
+    EXPECT_EQ(parse({"zone=z", "cost=$c", "settle=$s", "delay=2"}, all), "");
+    EXPECT_EQ(all.variable, "$c");
+    EXPECT_EQ(all.settle, "$s");
+    EXPECT_EQ(all.delay, 2u);
+}
+
 std::string fail_parse(bool local, const std::vector<std::string_view>& words,
                        rrl::FailConf& conf) {
     conf.local = local;
@@ -191,8 +224,12 @@ TEST(LimitConfCApi, Words) {
     EXPECT_STREQ(conf.err,
                  "duplicate parameter \"settle=$v\" in \"redis_ratelimit\" "
                  "directive");
-    EXPECT_EQ(c_word(&conf, "cost=7"), RRL_OK);
-    EXPECT_EQ(l.cost, 7u);
+    // issue 25: a constant cost after cost=$c is a second cost
+    EXPECT_EQ(c_word(&conf, "cost=7"), RRL_ERROR);
+    EXPECT_STREQ(conf.err,
+                 "duplicate parameter \"cost=7\" in \"redis_ratelimit\" "
+                 "directive");
+    EXPECT_EQ(l.cost, 1u);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
     EXPECT_EQ(std::string(l.zone_name.data, l.zone_name.len), "z");
 
@@ -278,8 +315,9 @@ TEST(LimitConf, DelayAndNodelay) {
     EXPECT_EQ(limit_error({"zone=z", "delay=3", "nodelay"}),
               "conflicting parameter \"nodelay\" in \"redis_ratelimit\" "
               "directive");
+    // issue 25: delay= twice is a duplicate, as any parameter twice
     EXPECT_EQ(limit_error({"zone=z", "delay=3", "delay=4"}),
-              "conflicting parameter \"delay=4\" in \"redis_ratelimit\" "
+              "duplicate parameter \"delay=4\" in \"redis_ratelimit\" "
               "directive");
     EXPECT_EQ(limit_error({"zone=z", "delay=-1"}),
               "invalid value \"delay=-1\" in \"redis_ratelimit\" directive, "

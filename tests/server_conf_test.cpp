@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rate.hpp"
@@ -135,9 +136,6 @@ TEST(ServerConf, ParameterErrors) {
     EXPECT_EQ(error_of({"a", "cluster", "sentinel=m"}),
               "invalid parameter \"sentinel=m\" in \"redis_ratelimit_server\" "
               "directive, \"cluster\" and \"sentinel=\" exclude each other");
-    EXPECT_EQ(error_of({"a", "cluster", "cluster"}),
-              "invalid parameter \"cluster\" in \"redis_ratelimit_server\" "
-              "directive, \"cluster\" and \"sentinel=\" exclude each other");
     EXPECT_EQ(error_of({"a", "sentinel=m", "cluster"}),
               "invalid parameter \"cluster\" in \"redis_ratelimit_server\" "
               "directive, \"cluster\" and \"sentinel=\" exclude each other");
@@ -180,6 +178,52 @@ struct CConf {
     int word(const char* w) { return rrl_conf_word(&c, w, std::strlen(w)); }
     int done() { return rrl_conf_done(&c); }
 };
+
+// issue 25: a parameter given twice was taken silently, the last winning
+// ("cluster" twice said the two modes exclude each other)
+TEST(ServerConf, EachParameterOnce) {
+    const std::vector<std::pair<std::string_view, std::string_view>> twice = {
+        {"timeout=1s", "timeout=2s"},
+        {"connect_timeout=1s", "connect_timeout=1s"},
+        {"cooldown=1s", "cooldown=2s"},
+        {"max_failures=1", "max_failures=2"},
+        {"max_parked=1", "max_parked=2"},
+        {"cluster", "cluster"},
+        {"sentinel=m", "sentinel=n"},
+        {"tls", "tls"},
+        {"tls_ca=a.pem", "tls_ca=b.pem"},
+        {"tls_cert=a.pem", "tls_cert=b.pem"},
+        {"tls_key=a.pem", "tls_key=b.pem"},
+        {"tls_server_name=a", "tls_server_name=b"},
+        {"tls_verify=on", "tls_verify=off"},
+        {"sentinel_tls=on", "sentinel_tls=on"},
+        {"password=a", "password=b"},
+        {"username=a", "username=b"},
+        {"sentinel_password=a", "sentinel_password=b"},
+        {"db=1", "db=2"},
+    };
+    for (const auto& [first, second] : twice) {
+        EXPECT_EQ(error_of({"a", first, "password=p0", second}),
+                  first == "password=a"
+                      ? "duplicate parameter \"password=p0\" in "
+                        "\"redis_ratelimit_server\" directive"
+                      : "duplicate parameter \"" + std::string(second) +
+                            "\" in \"redis_ratelimit_server\" directive")
+            << first;
+    }
+    // a duplicate, before its value is judged
+    EXPECT_EQ(error_of({"a", "timeout=1s", "timeout=0"}),
+              "duplicate parameter \"timeout=0\" in "
+              "\"redis_ratelimit_server\" directive");
+    // through the C API, whose struct keeps what was seen
+    CConf c;
+    EXPECT_EQ(c.word("a"), RRL_CONF_HOST);
+    EXPECT_EQ(c.word("db=1"), RRL_OK);
+    EXPECT_EQ(c.word("db=1"), RRL_ERROR);
+    EXPECT_STREQ(c.c.err,
+                 "duplicate parameter \"db=1\" in \"redis_ratelimit_server\" "
+                 "directive");
+}
 
 TEST(ServerConfCApi, ParsesAndReportsAddresses) {
     CConf conf;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rrl.h"
@@ -92,10 +93,12 @@ TEST(ZoneConf, Overrides) {
     rrl::ZoneConf conf;
     EXPECT_EQ(parse({"zone=z", "rate=1r/s"}, conf), "");
     EXPECT_FALSE(conf.overrides);
-    EXPECT_EQ(parse({"overrides=on"}, conf), "");
-    EXPECT_TRUE(conf.overrides);
-    EXPECT_EQ(parse({"overrides=off"}, conf), "");
-    EXPECT_FALSE(conf.overrides);
+    rrl::ZoneConf on;
+    EXPECT_EQ(parse({"zone=z", "rate=1r/s", "overrides=on"}, on), "");
+    EXPECT_TRUE(on.overrides);
+    rrl::ZoneConf off;
+    EXPECT_EQ(parse({"zone=z", "rate=1r/s", "overrides=off"}, off), "");
+    EXPECT_FALSE(off.overrides);
     for (std::string_view bad :
          {"overrides=x", "overrides=", "overrides=ON", "overrides=1"}) {
         EXPECT_EQ(error_of({"zone=z", "rate=1r/s", bad}),
@@ -109,16 +112,17 @@ TEST(ZoneConf, Lease) {
     rrl::ZoneConf conf;
     EXPECT_EQ(parse({"zone=z", "rate=1r/s"}, conf), "");
     EXPECT_EQ(conf.lease, 0u);
-    EXPECT_EQ(parse({"lease=10%"}, conf), "");
-    EXPECT_EQ(conf.lease, 10u);
-    EXPECT_EQ(parse({"lease=1%"}, conf), "");
-    EXPECT_EQ(conf.lease, 1u);
-    EXPECT_EQ(parse({"lease=100%"}, conf), "");
-    EXPECT_EQ(conf.lease, 100u);
-    EXPECT_EQ(parse({"lease=05%"}, conf), "");  // a number as ngx_atoi's
-    EXPECT_EQ(conf.lease, 5u);
-    EXPECT_EQ(parse({"lease=off"}, conf), "");
-    EXPECT_EQ(conf.lease, 0u);
+    // "05%": a number as ngx_atoi's
+    for (auto [word, lease] :
+         std::vector<std::pair<std::string_view, unsigned>>{{"lease=10%", 10},
+                                                            {"lease=1%", 1},
+                                                            {"lease=100%", 100},
+                                                            {"lease=05%", 5},
+                                                            {"lease=off", 0}}) {
+        rrl::ZoneConf c;
+        EXPECT_EQ(parse({"zone=z", "rate=1r/s", word}, c), "") << word;
+        EXPECT_EQ(c.lease, lease) << word;
+    }
     for (std::string_view ok : {"fixed_window", "sliding_window"}) {
         rrl::ZoneConf c;
         EXPECT_EQ(parse({"zone=z", "rate=1r/s", "lease=50%",
@@ -163,8 +167,8 @@ TEST(ZoneConf, LeaseRefused) {
               "\"lease=100%\" and \"overrides=on\" together are not "
               "supported in \"redis_ratelimit_zone\" directive");
     // off is no lease: nothing to refuse
-    EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "lease=10%", "lease=off",
-                        "overrides=on", "algorithm=sliding_log"}),
+    EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "lease=off", "overrides=on",
+                        "algorithm=sliding_log"}),
               "");
 }
 
@@ -275,6 +279,40 @@ TEST(ZoneConfCApi, Lease) {
     EXPECT_EQ(c_word(&conf, "algorithm=gcra"), RRL_OK);
     EXPECT_EQ(rrl_conf_done(&conf), RRL_ERROR);
     EXPECT_NE(std::string(conf.err).find("\"lease=25%\""), std::string::npos);
+}
+
+// issue 25: a parameter given twice was taken silently, the last winning
+TEST(ZoneConf, EachParameterOnce) {
+    const std::vector<std::pair<std::string_view, std::string_view>> twice = {
+        {"zone=fw", "zone=tb"},
+        {"rate=5r/s", "rate=5r/s"},
+        {"algorithm=fixed_window", "algorithm=token_bucket"},
+        {"burst=1", "burst=2"},
+        {"overrides=on", "overrides=off"},
+        {"lease=10%", "lease=20%"},
+        {"lease=off", "lease=10%"},
+    };
+    for (const auto& [first, second] : twice) {
+        EXPECT_EQ(error_of({first, second}),
+                  "duplicate parameter \"" + std::string(second) +
+                      "\" in \"redis_ratelimit_zone\" "
+                      "directive")
+            << first;
+    }
+    // a duplicate, before its value is judged
+    EXPECT_EQ(error_of({"zone=z", "rate=1r/s", "rate=0r/s"}),
+              "duplicate parameter \"rate=0r/s\" in \"redis_ratelimit_zone\" "
+              "directive");
+
+    // through the C API, whose struct keeps what was seen
+    rrl_conf_t conf;
+    rrl_conf_init(&conf, RRL_CONF_ZONE, kDirective);
+    EXPECT_EQ(c_word(&conf, "overrides=on"), RRL_OK);
+    EXPECT_EQ(c_word(&conf, "overrides=off"), RRL_ERROR);
+    EXPECT_STREQ(conf.err,
+                 "duplicate parameter \"overrides=off\" in "
+                 "\"redis_ratelimit_zone\" directive");
+    EXPECT_EQ(conf.u.zone.overrides, 1);
 }
 
 TEST(ZoneConfCApi, Errors) {

@@ -16,6 +16,9 @@ void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
                     size_t cost_len, const unsigned char* key, size_t key_len,
                     uint64_t delay) noexcept {
     *limit = *zone;
+    limit->zone_limit = zone->limit;
+    limit->zone_period_ms = zone->period_ms;
+    limit->zone_burst = zone->burst;
     limit->cost = cost_text ? rrl_cost_parse(cost_text, cost_len) : cost;
     limit->key = key;
     limit->key_len = key_len;

@@ -65,6 +65,7 @@ rrl::ServerConf to_cpp(const rrl_server_conf_t& c) {
     s.tls_server_name = view(c.tls_server_name);
     if (c.tls_verify >= 0) s.tls_verify = c.tls_verify != 0;
     if (c.sentinel_tls >= 0) s.sentinel_tls = c.sentinel_tls != 0;
+    s.seen = c.seen;
     return s;
 }
 
@@ -89,6 +90,7 @@ void to_c(const rrl::ServerConf& s, rrl_server_conf_t* c) {
     c->tls_server_name = str(s.tls_server_name);
     c->tls_verify = s.tls_verify ? (*s.tls_verify ? 1 : 0) : -1;
     c->sentinel_tls = s.sentinel_tls ? (*s.sentinel_tls ? 1 : 0) : -1;
+    c->seen = s.seen;
 }
 
 rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
@@ -102,6 +104,7 @@ rrl::ZoneConf to_cpp(const rrl_zone_conf_t& c) {
     z.capacity = c.capacity;
     z.overrides = c.overrides != 0;
     z.lease = c.lease;
+    z.seen = c.seen;
     return z;
 }
 
@@ -116,18 +119,19 @@ void to_c(const rrl::ZoneConf& z, rrl_zone_conf_t* c) {
     c->capacity = z.capacity;
     c->overrides = z.overrides ? 1 : 0;
     c->lease = z.lease;
+    c->seen = z.seen;
 }
 
 rrl::LimitConf to_cpp(const rrl_limit_conf_t& c) {
-    return {view(c.zone_name), c.cost,     view(c.cost_arg),
-            view(c.variable),  c.delay,    view(c.delay_word),
-            view(c.settle),    c.host_word};
+    return {view(c.zone_name), c.cost,      view(c.cost_arg),
+            view(c.variable),  c.delay,     view(c.delay_word),
+            view(c.settle),    c.host_word, c.seen};
 }
 
 void to_c(const rrl::LimitConf& l, rrl_limit_conf_t* c) {
-    *c = {str(l.zone_name), l.cost,     str(l.cost_arg),
-          str(l.variable),  l.delay,    str(l.delay_word),
-          str(l.settle),    l.host_word};
+    *c = {str(l.zone_name), l.cost,      str(l.cost_arg),
+          str(l.variable),  l.delay,     str(l.delay_word),
+          str(l.settle),    l.host_word, l.seen};
 }
 
 // the local zone is the C API's: set at done, from zone_word

@@ -38,4 +38,27 @@ std::string invalid_parameter(std::string_view word,
            " directive";
 }
 
+std::string duplicate_parameter(std::string_view word,
+                                std::string_view directive) {
+    return "duplicate parameter " + quoted(word) + " in " + quoted(directive) +
+           " directive";
+}
+
+std::string once(std::uint32_t& seen,
+                 std::initializer_list<std::string_view> names,
+                 std::string_view word, std::string_view directive) {
+    std::uint32_t bit = 1;
+    for (std::string_view name : names) {
+        bool named = name.back() == '=' ? conf_value(word, name).has_value()
+                                        : word == name;
+        if (named) {
+            if (seen & bit) return duplicate_parameter(word, directive);
+            seen |= bit;
+            return "";
+        }
+        bit <<= 1;
+    }
+    return "";
+}
+
 }  // namespace rrl

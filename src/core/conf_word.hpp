@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,5 +29,17 @@ std::string quoted(std::string_view text);
 // "invalid parameter \"WORD\" in \"DIRECTIVE\" directive"
 std::string invalid_parameter(std::string_view word,
                               std::string_view directive);
+
+// "duplicate parameter \"WORD\" in \"DIRECTIVE\" directive"
+std::string duplicate_parameter(std::string_view word,
+                                std::string_view directive);
+
+// Each parameter once: names are a directive's parameters ("name=", or a
+// flag's whole word: "nodelay"), seen a bit for each, in their order.
+// word's parameter is marked in seen; when it was already, the message of
+// duplicate_parameter(). "" for a word of no name: the grammar judges it.
+std::string once(std::uint32_t& seen,
+                 std::initializer_list<std::string_view> names,
+                 std::string_view word, std::string_view directive);
 
 }  // namespace rrl

@@ -7,6 +7,11 @@ namespace rrl {
 
 ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
                          std::string_view word) {
+    // delay= and nodelay are one parameter: their message is below
+    std::string twice =
+        once(conf.seen, {"zone=", "cost=", "settle="}, word, directive);
+    if (!twice.empty()) return {false, twice};
+
     if (auto name = conf_value(word, "zone=")) {
         conf.zone_name = *name;
         return {};
@@ -15,11 +20,12 @@ ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
     auto delay = conf_value(word, "delay=");
     if (delay || word == "nodelay") {
         if (!conf.delay_word.empty()) {
-            return {false,
-                    std::string(conf.delay_word == word ? "duplicate"
-                                                        : "conflicting") +
-                        " parameter " + quoted(word) + " in " +
-                        quoted(directive) + " directive"};
+            // delay= after delay= is a duplicate, after nodelay a conflict
+            bool same = (conf.delay_word == "nodelay") == (word == "nodelay");
+            return {false, same
+                               ? duplicate_parameter(word, directive)
+                               : "conflicting parameter " + quoted(word) +
+                                     " in " + quoted(directive) + " directive"};
         }
         std::optional<std::int64_t> d =
             delay ? parse_conf_number(*delay) : std::nullopt;
@@ -36,10 +42,6 @@ ConfWord limit_conf_word(LimitConf& conf, std::string_view directive,
     if (auto settle = conf_value(word, "settle=")) {
         if (settle->empty()) {
             return {false, invalid_parameter(word, directive)};
-        }
-        if (!conf.settle.empty()) {
-            return {false, "duplicate parameter " + quoted(word) + " in " +
-                               quoted(directive) + " directive"};
         }
         conf.settle = *settle;
         conf.host_word = RRL_CONF_HOST_SETTLE;
@@ -127,10 +129,7 @@ std::string fail_conf_word(FailConf& conf, std::string_view directive,
                ", it is only valid with \"local\"";
     }
 
-    if (!param->empty()) {
-        return "duplicate parameter " + quoted(word) + " in " +
-               quoted(directive) + " directive";
-    }
+    if (!param->empty()) return duplicate_parameter(word, directive);
 
     *param = word;
     return "";

@@ -24,6 +24,7 @@ struct LimitConf {
     std::string_view delay_word;           // "delay=D" or "nodelay"
     std::string_view settle;               // VALUE of settle=VALUE
     int host_word = RRL_CONF_HOST_COST;    // the last word the host's: which
+    std::uint32_t seen = 0;                // zone=, cost=, settle= (once())
 };
 
 // A "cost=$VAR" word is the host's to compile (ConfWord::host), from

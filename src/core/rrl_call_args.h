@@ -60,6 +60,14 @@ typedef struct {
     uint64_t              limit;       /* N of rate=Nr/PERIOD */
     uint64_t              period_ms;
     uint64_t              burst;       /* as the algorithm uses it */
+    /*
+     * the zone's own rate and burst (rrl_call_limit()), which bound a
+     * delay: limit, period_ms and burst become an override's once decoded;
+     * zone_limit 0: as limit, period_ms and burst
+     */
+    uint64_t              zone_limit;
+    uint64_t              zone_period_ms;
+    uint64_t              zone_burst;
     uint64_t              cost;
     const unsigned char  *key;         /* the client's, as evaluated */
     size_t                key_len;

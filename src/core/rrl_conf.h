@@ -57,6 +57,7 @@ typedef struct {
     rrl_conf_str_t  tls_server_name;  /* empty: each address's host */
     int             tls_verify;    /* -1: not given, 1 once done */
     int             sentinel_tls;  /* -1: not given, as tls once done */
+    uint32_t        seen;          /* the parameters given, the core's */
 } rrl_server_conf_t;
 /* RRL_CONF_HOST: an address word, to resolve */
 
@@ -73,6 +74,7 @@ typedef struct {
     uint64_t        capacity;      /* the largest cost, on idle */
     int             overrides;     /* overrides=on */
     unsigned        lease;         /* P of lease=P%, 0: off */
+    uint32_t        seen;          /* the parameters given, the core's */
 } rrl_zone_conf_t;
 
 
@@ -90,6 +92,7 @@ typedef struct {
     rrl_conf_str_t  delay_word;    /* "delay=D" or "nodelay", or empty */
     rrl_conf_str_t  settle;        /* VALUE of settle=VALUE, or empty */
     int             host_word;     /* RRL_CONF_HOST_*: the host's word */
+    uint32_t        seen;          /* the parameters given, the core's */
 } rrl_limit_conf_t;
 /*
  * RRL_CONF_HOST: a cost=$VAR word, to compile from variable, or a

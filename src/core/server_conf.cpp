@@ -69,6 +69,16 @@ std::string tls_word(std::string_view& field, std::string_view directive,
 
 std::string parameter(ServerConf& conf, std::string_view directive,
                       std::string_view word, const TimeParser& parse_time) {
+    // "cluster" with "sentinel=" has a message of its own, below
+    std::string twice = once(
+        conf.seen,
+        {"timeout=", "connect_timeout=", "cooldown=", "max_failures=",
+         "max_parked=", "cluster", "sentinel=", "tls", "tls_ca=", "tls_cert=",
+         "tls_key=", "tls_server_name=", "tls_verify=", "sentinel_tls=",
+         "password=", "username=", "sentinel_password=", "db="},
+        word, directive);
+    if (!twice.empty()) return twice;
+
     for (const NumberParam& param : number_params) {
         if (auto value = conf_value(word, param.name)) {
             return number_param(conf, param, directive, word, *value,

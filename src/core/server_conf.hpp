@@ -42,6 +42,7 @@ struct ServerConf {
     std::string_view tls_server_name;  // "": each address's host
     std::optional<bool> tls_verify;    // on unless off; true once done()
     std::optional<bool> sentinel_tls;  // as tls unless off, once done()
+    std::uint32_t seen = 0;            // the parameters given (once())
 };
 
 // Whether this build can speak TLS (hiredis >= 1.0 with hiredis_ssl).

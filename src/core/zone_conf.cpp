@@ -18,6 +18,12 @@ std::string in_directive(std::string_view directive) {
 
 std::string zone_conf_word(ZoneConf& conf, std::string_view directive,
                            std::string_view word) {
+    std::string twice =
+        once(conf.seen,
+             {"zone=", "rate=", "algorithm=", "burst=", "overrides=", "lease="},
+             word, directive);
+    if (!twice.empty()) return twice;
+
     if (auto name = conf_value(word, "zone=")) {
         conf.name = *name;
         if (!zone_name_valid(*name)) {

@@ -25,6 +25,7 @@ struct ZoneConf {
     std::uint64_t capacity = 0;  // the largest cost, on idle
     bool overrides = false;      // the script reads a key's override
     unsigned lease = 0;          // P of lease=P% (1..100); 0: off
+    std::uint32_t seen = 0;      // the parameters given (once())
 };
 
 // Reads one word; "" when it is good, else the message, naming directive.

@@ -89,7 +89,7 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       NULL },
 
     { ngx_string("redis_ratelimit_fail"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_redis_ratelimit_fail_mode,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_redis_ratelimit_loc_conf_t, fail),
