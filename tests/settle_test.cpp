@@ -54,6 +54,29 @@ TEST(SettleValue, NothingElse) {
     EXPECT_EQ(rrl_settle_value(nul, 3, &a), RRL_ERROR);
 }
 
+// A number over RRL_SETTLE_MAX is told apart from no number, for the log
+// (issue 25).
+TEST(SettleValue, OverTheMaximumIsToldApart) {
+    uint64_t a = 99;
+    for (const char* over : {"1000000000001", "18446744073709551616",
+                             "99999999999999999999999", "0001000000000001"}) {
+        const auto* t = reinterpret_cast<const unsigned char*>(over);
+        EXPECT_EQ(rrl_settle_value(t, std::strlen(over), &a), RRL_SETTLE_OVER)
+            << over;
+        EXPECT_STREQ(rrl_settle_why(t, std::strlen(over)),
+                     "over the maximum of 1000000000000");
+    }
+    for (const char* bad : {"", "-1", "1.5", "12a", "1e13", " 1000000000001"}) {
+        const auto* t = reinterpret_cast<const unsigned char*>(bad);
+        EXPECT_EQ(rrl_settle_value(t, std::strlen(bad), &a), RRL_ERROR) << bad;
+        EXPECT_STREQ(rrl_settle_why(t, std::strlen(bad)), "not a number");
+    }
+    EXPECT_STREQ(rrl_settle_why(nullptr, 0), "not a number");
+    EXPECT_STREQ(rrl_settle_why(reinterpret_cast<const unsigned char*>("42"), 2),
+                 "");
+    EXPECT_EQ(a, 99u);
+}
+
 // rrl_settle_plan(): which limits settle, A, T, and what each counts.
 rrl_call_limit_t charged(uint64_t e, const char* key = "k") {
     rrl_call_limit_t l =
@@ -115,6 +138,25 @@ TEST(SettlePlan, OnlyWhatRedisOrALeaseTook) {
     // an empty key was not limited
     EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, charged(100, ""), "30", &out),
               RRL_SETTLE_NONE);
+}
+
+// R1 (issue 25): a request charged while its key's override was
+// "unlimited" took nothing: its settlement is not sent (the script would
+// settle it under the override in force then, e.g. a debt of A - E once
+// the override is deleted). One charged under a rate, or none, is.
+TEST(SettlePlan, NothingWhenChargedUnderUnlimited) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    c.overrides = 1;
+    c.override = RRL_OVERRIDE_UNLIMITED;
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_NONE);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "0", &out), RRL_SETTLE_NONE);
+    for (int kind : {RRL_OVERRIDE_NONE, RRL_OVERRIDE_RATE,
+                     RRL_OVERRIDE_INVALID}) {
+        c.override = kind;
+        EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_SEND)
+            << kind;
+    }
 }
 
 rrl_call_limit_t settling(const char* zone, int algorithm, uint64_t e,

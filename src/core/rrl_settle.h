@@ -29,17 +29,27 @@ extern "C" {
 /*
  * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
  * of decimal digits alone (no sign, blank or fraction) of at most
- * RRL_SETTLE_MAX; RRL_ERROR when it is empty, not such a number or over.
+ * RRL_SETTLE_MAX; RRL_SETTLE_OVER when it is such a number over it;
+ * RRL_ERROR when it is empty or not such a number.
  */
-#define RRL_SETTLE_MAX  1000000000000ULL
+#define RRL_SETTLE_MAX   1000000000000ULL
+#define RRL_SETTLE_OVER  (-2)
 
 int rrl_settle_value(const unsigned char *text, size_t len, uint64_t *actual)
     RRL_NOEXCEPT;
 
 /*
+ * Why text is no settle=VALUE (for the log): "over the maximum of
+ * 1000000000000" or "not a number"; "" when it is one.
+ */
+const char *rrl_settle_why(const unsigned char *text, size_t len)
+    RRL_NOEXCEPT;
+
+/*
  * The plan of a request's limit with settle=, its status RRL_STATUS_*: only
  * the units Redis or a lease took (passed, delayed, the dry run's delay),
- * of a limit with a key. *out: the limit to settle with its zone's numbers
+ * of a limit with a key, not charged under an "unlimited" override
+ * (charged->override: it took nothing). *out: the limit to settle with its zone's numbers
  * (zone: a batch names a zone once, not with an override's), the key and E
  * of charged, A of text (settle=VALUE's value, rrl_settle_value()), T the
  * reply's redis_now_us, or a lease decision's (leased: charged's

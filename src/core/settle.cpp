@@ -28,13 +28,24 @@ std::optional<std::uint64_t> settle_value(std::string_view text) {
     return value;
 }
 
+bool settle_value_over(std::string_view text) {
+    if (text.empty()) return false;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+    }
+    return !settle_value(text);
+}
+
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
                 const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
                 std::string_view text, rrl_call_limit_t& out) {
-    // a rejection, a cached one, a failure or a local decision took none
+    // a rejection, a cached one, a failure or a local decision took none;
+    // nor did a key unlimited by its override when charged (settled under
+    // the override in force later, it would refund or charge units never
+    // taken)
     if ((status != RRL_STATUS_PASSED && status != RRL_STATUS_DELAYED &&
          status != RRL_STATUS_DELAYED_DRY_RUN) ||
-        charged.key_len == 0) {
+        charged.key_len == 0 || charged.override == RRL_OVERRIDE_UNLIMITED) {
         return RRL_SETTLE_NONE;
     }
 

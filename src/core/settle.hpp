@@ -21,6 +21,9 @@ inline constexpr std::string_view kSettleForm = "settle";
 // A of settle=VALUE: digits alone, not empty, at most RRL_SETTLE_MAX.
 std::optional<std::uint64_t> settle_value(std::string_view text);
 
+// Digits alone, not empty, but over RRL_SETTLE_MAX.
+bool settle_value_over(std::string_view text);
+
 // The plan of a request's limit with settle= (rrl_settle_plan()).
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
                 const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
