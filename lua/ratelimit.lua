@@ -39,7 +39,10 @@
 -- state's slot) may hold "Nr/PERIOD [burst=B]" (this key's own limit, in
 -- the zone's algorithm), "unlimited" (passes, counts nothing) or "block"
 -- (rejected, counts nothing; retry after the key's TTL, else the zone's
--- period). Any other value is invalid: the zone's own limit applies.
+-- period). Any other value is invalid: the zone's own limit applies. A
+-- key's state is kept across a change of its override (leaky_bucket's
+-- carries its units over: see leaky_bucket.lua). Whatever the limit, a
+-- reply's remaining is at most the applied limit's capacity.
 --
 -- Release: gives back what a passed check (a reservation) took, as far as
 -- it still counts. With Redis Cluster a request's limits live in several
@@ -91,10 +94,13 @@
 --   current one's; token_bucket: tokens below zero, repaid at the rate;
 --   leaky_bucket: TAT = max(TAT, now) + D intervals; sliding_log: D
 --   entries, never more than the log's capacity: a debt beyond one window
---   is not held). A debt's state is kept at most 100 years. overrides=on:
---   the override applies (unlimited, block: nothing settled; a rate: its
---   numbers). A lease zone ("+lease"): as its algorithm, held units
---   unchanged.
+--   is not held). A debt is held at most 100 years: a bucket's debt whose
+--   repayment at the rate would take longer is held as one of 100 years,
+--   so every wait of a reply stays within what the module takes.
+--   overrides=on: the override in force now applies (unlimited, block:
+--   nothing settled; a rate: its numbers; the module sends no settlement
+--   for a charge made under unlimited: it took nothing). A lease zone
+--   ("+lease"): as its algorithm, held units unchanged.
 --   Reply: a check's with 4 integers per limit whatever the zone: the
 --     check of cost max(E, 1) after the settlement, not committed (a debt
 --     is rejected as a check would be, with its retry after). A batch's
