@@ -141,16 +141,18 @@ TEST(SettlePlan, OnlyWhatRedisOrALeaseTook) {
 }
 
 // R1 (issue 25): a request charged while its key's override was
-// "unlimited" took nothing: its settlement is not sent (the script would
-// settle it under the override in force then, e.g. a debt of A - E once
-// the override is deleted). One charged under a rate, or none, is.
+// "unlimited" took nothing: nothing to settle, nothing sent (the script
+// would settle it under the override in force then, e.g. a debt of A - E
+// once the override is deleted). One charged under a rate, or none, is.
 TEST(SettlePlan, NothingWhenChargedUnderUnlimited) {
     rrl_call_limit_t out{};
     rrl_call_limit_t c = charged(100);
     c.overrides = 1;
     c.override = RRL_OVERRIDE_UNLIMITED;
-    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_NONE);
-    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "0", &out), RRL_SETTLE_NONE);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_SETTLED);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "0", &out), RRL_SETTLE_SETTLED);
+    // no number: as ever
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "x", &out), RRL_SETTLE_FAILED);
     for (int kind : {RRL_OVERRIDE_NONE, RRL_OVERRIDE_RATE,
                      RRL_OVERRIDE_INVALID}) {
         c.override = kind;

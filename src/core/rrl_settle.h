@@ -48,8 +48,8 @@ const char *rrl_settle_why(const unsigned char *text, size_t len)
 /*
  * The plan of a request's limit with settle=, its status RRL_STATUS_*: only
  * the units Redis or a lease took (passed, delayed, the dry run's delay),
- * of a limit with a key, not charged under an "unlimited" override
- * (charged->override: it took nothing). *out: the limit to settle with its zone's numbers
+ * of a limit with a key; SETTLED, nothing sent, when A == E or it was
+ * charged under an "unlimited" override (charged->override: none taken). *out: the limit to settle with its zone's numbers
  * (zone: a batch names a zone once, not with an override's), the key and E
  * of charged, A of text (settle=VALUE's value, rrl_settle_value()), T the
  * reply's redis_now_us, or a lease decision's (leased: charged's

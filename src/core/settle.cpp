@@ -39,19 +39,22 @@ bool settle_value_over(std::string_view text) {
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
                 const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
                 std::string_view text, rrl_call_limit_t& out) {
-    // a rejection, a cached one, a failure or a local decision took none;
-    // nor did a key unlimited by its override when charged (settled under
-    // the override in force later, it would refund or charge units never
-    // taken)
+    // a rejection, a cached one, a failure or a local decision took none
     if ((status != RRL_STATUS_PASSED && status != RRL_STATUS_DELAYED &&
          status != RRL_STATUS_DELAYED_DRY_RUN) ||
-        charged.key_len == 0 || charged.override == RRL_OVERRIDE_UNLIMITED) {
+        charged.key_len == 0) {
         return RRL_SETTLE_NONE;
     }
 
     auto actual = settle_value(text);
     if (!actual) return RRL_SETTLE_FAILED;
-    if (*actual == charged.cost) return RRL_SETTLE_SETTLED;
+    // nothing to settle; nor for a key unlimited by its override when
+    // charged: it took nothing (sent, the override in force later would
+    // make it a refund or a debt of units never charged)
+    if (*actual == charged.cost ||
+        charged.override == RRL_OVERRIDE_UNLIMITED) {
+        return RRL_SETTLE_SETTLED;
+    }
 
     out = zone;
     out.key = charged.key;
