@@ -9,7 +9,10 @@
 # - an override at the bounds (1000000000r/1ms burst=1000000000) passes on
 #   every algorithm, with no "unexpected script reply";
 # - a leaky_bucket override deleted: the zone's rate applies at once;
-# - a settle value over 10^12 is logged as over the maximum.
+# - a settle value over 10^12 is logged as over the maximum;
+# - R1: a settlement applies the limit its charge applied, whatever the
+#   override is when it settles (the response sent slowly, the override
+#   changed meanwhile).
 # The upstream is a second server of the same nginx: X-Usage-Total-Tokens
 # from ?usage=N.
 
@@ -29,6 +32,7 @@ $t->start_redis;
 # a file of 36,500,000 bytes: 1000r/d repays 36.5 MB in just over 100 years
 $t->write_file('html/big', 'x' x 36_500_000);
 $t->write_file('html/index.html', "ok\n");
+$t->write_file('html/slow', 'x' x 300_000);
 
 my $n = $t->start_nginx(<<'EOF');
 http {
@@ -41,6 +45,7 @@ http {
     redis_ratelimit_zone $arg_key zone=ofw rate=10r/s algorithm=fixed_window overrides=on;
     redis_ratelimit_zone $arg_key zone=osw rate=10r/s algorithm=sliding_window overrides=on;
     redis_ratelimit_zone $arg_key zone=osl rate=10r/s algorithm=sliding_log overrides=on;
+    redis_ratelimit_zone $arg_key zone=r1 rate=200r/h algorithm=fixed_window overrides=on;
 
     server {
         listen 127.0.0.1:%%PORT%%;
@@ -77,6 +82,10 @@ http {
         location /o/osl/ {
             alias %%TESTDIR%%/html/;
             redis_ratelimit zone=osl;
+        }
+        location = /slow {
+            redis_ratelimit zone=r1 cost=10 settle=$arg_usage;
+            limit_rate 300k;
         }
         location = /metrics {
             redis_ratelimit_metrics;
@@ -173,6 +182,37 @@ for my $z (qw(lb otb ofw osw osl)) {
     my @s = map { my $x = $n->get("/o/$z/?key=$k"); "$x->{status} " . ($x->{h}{'x-rl-status'} // '-') } 1 .. 5;
     is(join(',', @s), join(',', ('200 PASSED') x 5), "override at the bounds on $z: every request passes");
 }
+# R1: a slow response (about 1 s), its key's override changed meanwhile
+
+my $w = $t->wait_window(3600, 10) / 3600 - 1;
+
+sub slow_with_change {
+    my ($key, $usage, @change) = @_;
+    my $s = RRL::Test::http_send($n->port, 'GET', "/slow?key=$key&usage=$usage");
+    sleep 0.3;
+    $t->redis(@change);
+    return RRL::Test::http_read($s, timeout => 10);
+}
+
+$t->redis('SET', 'rrl:{r1:u}:limit', 'unlimited');
+$r = slow_with_change('u', 500, 'DEL', 'rrl:{r1:u}:limit');
+is($r->{status}, 200, 'R1 unlimited then deleted: passed');
+is(length($r->{body} // ''), 300_000, 'R1 unlimited then deleted: all of it');
+is(settled('r1', 1), 1, 'R1 unlimited then deleted: counted settled');
+sleep 0.2;
+is($t->redis('EXISTS', 'rrl:{r1:u}:fw'), 0,
+    'R1 unlimited then deleted: nothing charged (no debt of units never taken)');
+
+$t->redis('SET', 'rrl:{r1:m}:limit', '50r/h');
+$r = slow_with_change('m', 60, 'SET', 'rrl:{r1:m}:limit', 'unlimited');
+is($r->{status}, 200, 'R1 a rate then unlimited: passed');
+is(settled('r1', 2), 2, 'R1 a rate then unlimited: counted settled');
+sleep 0.2;
+is($t->redis('GET', 'rrl:{r1:m}:fw'), "$w:60", 'R1 a rate then unlimited: the debt of 50 taken');
+$t->redis('DEL', 'rrl:{r1:m}:limit');
+is($n->get('/slow?key=m&usage=10')->{status}, 200, 'R1 deleted: the zone\'s 200r/h, 60 + 10 taken');
+is($t->redis('GET', 'rrl:{r1:m}:fw'), "$w:70", 'R1 deleted: counted on');
+
 ok(!$n->grep_log(qr/unexpected script reply/), 'no unexpected script reply');
 ok(!$n->grep_log(qr/settlement in zone "\w+" dropped/), 'no settlement dropped');
 

@@ -125,14 +125,16 @@ class BoundsTest : public ScriptFixture {
 
     // A settlement "E:A:T" at now, in a batch (injected time).
     Decoded settle(std::int64_t now, const Both& l, std::int64_t e,
-                   std::int64_t a, std::int64_t t) {
+                   std::int64_t a, std::int64_t t,
+                   const std::string& charged = "") {
         return decode(
             values(evalsha_of(
                 persisting_sha_, {l.script.key},
                 {"batch", str(now), "1", l.script.algorithm,
                  str(l.script.limit), str(l.script.period_ms),
                  str(l.script.burst), "s1", "1",
-                 str(e) + ":" + str(a) + ":" + str(t)})),
+                 str(e) + ":" + str(a) + ":" + str(t) +
+                     (charged.empty() ? "" : ":" + charged)})),
             l.c);
     }
 
@@ -353,10 +355,11 @@ TEST_F(BoundsTest, EveryAlgorithmRecoversWhenAnOverrideIsDeleted) {
     }
 }
 
-// R1: a settlement applies the override in force when it settles. A
-// request charged while its key was unlimited (nothing taken) would be
-// settled as a charge of E once the override is deleted: the module does
-// not send it (rrl_settle_plan(): the charge's override was unlimited).
+// R1: a settlement "E:A:T" applies the override in force when it
+// settles. A request charged while its key was unlimited (nothing taken)
+// would be settled as a debt of A - E once the override is deleted: the
+// module does not send it (rrl_settle_plan(): the charge's override was
+// unlimited).
 TEST_F(BoundsTest, ASettlementUsesTheOverrideInForceWhenItSettles) {
     const Both l =
         both(RRL_FIXED_WINDOW, "rrl:{r1:k}:fw", {200, 1000, 0}, true);
@@ -367,6 +370,73 @@ TEST_F(BoundsTest, ASettlementUsesTheOverrideInForceWhenItSettles) {
     // the script cannot tell: it takes the debt A - E = 400 from now
     settle(kT, l, 100, 500, kT);
     EXPECT_EQ(get(l.script.key), str(kT / kS) + ":400");
+    // charged under a rate, then unlimited: skipped
+    const Both m =
+        both(RRL_FIXED_WINDOW, "rrl:{r1:m}:fw", {200, 1000, 0}, true);
+    set("rrl:{r1:m}:limit", "50r/s");
+    ASSERT_EQ(check(kT, m, 10).result.passed, 1);
+    set("rrl:{r1:m}:limit", "unlimited");
+    settle(kT, m, 10, 60, kT);
+    EXPECT_EQ(get(m.script.key), str(kT / kS) + ":10");
+}
+
+// R1 fixed: "E:A:T:N:P:B" settles with the limit the charge applied
+// (the module sends it for an overrides=on zone), whatever is in force
+// when it settles; the reply is a check under the override in force.
+TEST_F(BoundsTest, ASettlementWithTheChargesLimitAppliesIt) {
+    // charged under 50r/s, then unlimited: the debt of 50 is taken, and
+    // weighs once the override is deleted
+    const Both m =
+        both(RRL_FIXED_WINDOW, "rrl:{r2:m}:fw", {200, 1000, 0}, true);
+    set("rrl:{r2:m}:limit", "50r/s");
+    ASSERT_EQ(check(kT, m, 10).result.passed, 1);
+    set("rrl:{r2:m}:limit", "unlimited");
+    Decoded r = settle(kT, m, 10, 60, kT, "50:1000:0");
+    EXPECT_EQ(r.rc, RRL_OK);
+    EXPECT_EQ(r.result.passed, 1);  // unlimited now
+    EXPECT_EQ(get(m.script.key), str(kT / kS) + ":60");
+    // charged under the zone's own 200r/s in a 1 s window, then 1r/h set:
+    // refunded to T's 1 s window (under 1r/h it would be dropped: T's
+    // 1 h window is not the state's)
+    const Both z =
+        both(RRL_FIXED_WINDOW, "rrl:{r2:z}:fw", {200, 1000, 0}, true);
+    ASSERT_EQ(check(kT, z, 100).result.passed, 1);
+    set("rrl:{r2:z}:limit", "1r/h");
+    r = settle(kT, z, 100, 30, kT, "200:1000:0");
+    EXPECT_EQ(r.rc, RRL_OK);
+    EXPECT_EQ(get(z.script.key), str(kT / kS) + ":30");
+    // a bucket: the debt in the charge's units, read under the zone's
+    const Both b = both(RRL_LEAKY_BUCKET, "rrl:{r2:b}:lb", {10, 1000, 5}, true);
+    set("rrl:{r2:b}:limit", "1r/s burst=2");
+    ASSERT_EQ(check(kT, b, 1).result.passed, 1);
+    redis_->command({"DEL", "rrl:{r2:b}:limit"});
+    r = settle(kT, b, 1, 11, kT, "1:1000:2");
+    EXPECT_EQ(r.rc, RRL_OK);
+    EXPECT_EQ(get(b.script.key), str(kT + 11 * kS) + "@1/1000/2");
+    // 11 units at the zone's 100 ms, 6 the capacity: 0.6 s until one fits
+    EXPECT_EQ(r.result.retry_after_us, 600 * kMs);
+    // the form is an overrides=on zone's only, with N, P >= 1
+    const Both plain = both(RRL_FIXED_WINDOW, "rrl:{r2:p}:fw", {200, 1000, 0});
+    for (const char* bad : {"", "0:1000:0", "1:0:0", "1:1000", "1:1000:0:0"}) {
+        SCOPED_TRACE(bad);
+        Reply e = evalsha_of(
+            persisting_sha_, {z.script.key},
+            {"batch", str(kT), "1", z.script.algorithm, str(z.script.limit),
+             str(z.script.period_ms), str(z.script.burst), "s1", "1",
+             std::string("100:30:") + str(kT) + (*bad ? ":" : "") + bad});
+        if (*bad == '\0') {
+            EXPECT_EQ(e->type, REDIS_REPLY_ARRAY);
+            continue;
+        }
+        ASSERT_EQ(e->type, REDIS_REPLY_ERROR);
+    }
+    Reply e = evalsha_of(
+        persisting_sha_, {plain.script.key},
+        {"batch", str(kT), "1", plain.script.algorithm,
+         str(plain.script.limit), str(plain.script.period_ms),
+         str(plain.script.burst), "s1", "1",
+         "100:30:" + str(kT) + ":200:1000:0"});
+    EXPECT_EQ(e->type, REDIS_REPLY_ERROR);
 }
 
 }  // namespace

@@ -243,6 +243,47 @@ TEST(SettleArgs, TheLargestNumbersFit) {
               "18446744073709551615:18446744073709551615:9223372036854775807");
 }
 
+// R1 (issue 25): an overrides=on limit's field carries the limit its
+// charge applied (as decoded: the override's rate, else the zone's), so
+// that the script settles with it whatever is in force later.
+TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    c.overrides = 1;
+    c.override = RRL_OVERRIDE_RATE;
+    c.limit = 50;
+    c.period_ms = 3600000;
+    c.burst = 7;
+    rrl_call_limit_t zone =
+        rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
+    zone.overrides = 1;
+    ASSERT_EQ(rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                              reinterpret_cast<const unsigned char*>("30"), 2,
+                              &out),
+              RRL_SETTLE_SEND);
+    EXPECT_EQ(out.limit, 10u);  // the zone's: the batch names it
+    EXPECT_EQ(out.settle_limit, 50u);
+    EXPECT_EQ(out.settle_period_ms, 3600000u);
+    EXPECT_EQ(out.settle_burst, 7u);
+    auto args = build({out, out});
+    EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)], "100:30:5000:50:3600000:7");
+    // the largest numbers fit
+    out.settle_limit = out.settle_period_ms = out.settle_burst = UINT64_MAX;
+    out.cost = out.settle_actual = UINT64_MAX;
+    out.settle_at_us = INT64_MAX;
+    args = build({out, out});
+    ASSERT_EQ(args.size(), RRL_CALL_ARGC(2));
+    // no overrides: none carried
+    c.overrides = 0;
+    zone.overrides = 0;
+    ASSERT_EQ(rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                              reinterpret_cast<const unsigned char*>("30"), 2,
+                              &out),
+              RRL_SETTLE_SEND);
+    EXPECT_EQ(out.settle_limit, 0u);
+    EXPECT_EQ(build({out})[RRL_CALL_ARG(1, 0, RRL_CALL_COST)], "100:30:5000");
+}
+
 TEST(SettleArgs, BadInput) {
     // T below 0: no time of Redis's
     build({settling("A", RRL_FIXED_WINDOW, 1, 2, -1, "x")}, RRL_ERROR);

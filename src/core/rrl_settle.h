@@ -53,7 +53,8 @@ const char *rrl_settle_why(const unsigned char *text, size_t len)
  * (zone: a batch names a zone once, not with an override's), the key and E
  * of charged, A of text (settle=VALUE's value, rrl_settle_value()), T the
  * reply's redis_now_us, or a lease decision's (leased: charged's
- * settle_at_us). Returns an RRL_SETTLE_* (FAILED: not a number).
+ * settle_at_us); with overrides=on, charged's limit, period and burst (as
+ * decoded: the limit applied) in settle_limit, _period_ms and _burst. Returns an RRL_SETTLE_* (FAILED: not a number).
  */
 int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
     const rrl_call_limit_t *zone, const rrl_call_limit_t *charged,
@@ -64,7 +65,9 @@ int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
  * The settle form of n limits, each with cost (E, the units charged up
  * front), settle_actual (A) and settle_at_us (T, Redis's time of the
  * charge) set: as rrl_call_args() lays out a check (RRL_CALL_ARGC(n)
- * arguments) but ARGV[1] is "settle" and each limit's cost is "E:A:T".
+ * arguments) but ARGV[1] is "settle" and each limit's cost is "E:A:T", or
+ * "E:A:T:N:P:B" with the limit the charge applied (an overrides=on
+ * limit's settle_limit, _period_ms and _burst, when set).
  * The sizes and the layout of rrl_call_args(); 0 / RRL_ERROR: bad input.
  */
 size_t rrl_settle_args_size(const rrl_call_limit_t *limits, size_t n)

@@ -62,6 +62,12 @@ int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
     out.cost = charged.cost;
     out.settle_actual = *actual;
     out.settle_at_us = leased ? charged.settle_at_us : redis_now_us;
+    // overrides=on: the limit the charge applied (the reply's: an
+    // override's rate, else the zone's), settled with whatever is in force
+    // later
+    out.settle_limit = charged.overrides ? charged.limit : 0;
+    out.settle_period_ms = charged.overrides ? charged.period_ms : 0;
+    out.settle_burst = charged.overrides ? charged.burst : 0;
     return RRL_SETTLE_SEND;
 }
 
@@ -69,16 +75,24 @@ std::string settle_cost(const CallLimit& limit) {
     if (limit.settle_at_us < 0) {
         throw std::invalid_argument("a settlement's time below 0");
     }
-    return std::to_string(limit.cost) + ':' +
-           std::to_string(limit.settle_actual) + ':' +
-           std::to_string(limit.settle_at_us);
+    std::string field = std::to_string(limit.cost) + ':' +
+                        std::to_string(limit.settle_actual) + ':' +
+                        std::to_string(limit.settle_at_us);
+    if (limit.overrides && limit.settle_limit != 0 &&
+        limit.settle_period_ms != 0) {
+        field += ':' + std::to_string(limit.settle_limit) + ':' +
+                 std::to_string(limit.settle_period_ms) + ':' +
+                 std::to_string(limit.settle_burst);
+    }
+    return field;
 }
 
 std::size_t settle_args_size(const CallLimit* limits, std::size_t n) {
-    // the form's word, and ":A:T" beyond a check's cost a limit (a lease
-    // limit's "C:W:B:T" is longer than "E:A:T": counted already)
+    // the form's word, and ":A:T" (":N:P:B" too) beyond a check's cost a
+    // limit (a lease limit's "C:W:B:T" is longer than "E:A:T": counted
+    // already)
     return call_args_size(limits, n) + kSettleForm.size() +
-           2 * (number_max + 1) * n;
+           5 * (number_max + 1) * n;
 }
 
 std::vector<std::string_view> settle_args(std::string_view sha1,
