@@ -56,10 +56,9 @@ std::vector<Zone> zones_of(int algorithm) {
         {n, 1, RRL_BURST_UNSET},
     };
     // the slowest: a state as long as any
-    zones.push_back({1,
-                     algorithm == RRL_SLIDING_WINDOW ? max_period / 2
-                                                     : max_period,
-                     RRL_BURST_UNSET});
+    zones.push_back(
+        {1, algorithm == RRL_SLIDING_WINDOW ? max_period / 2 : max_period,
+         RRL_BURST_UNSET});
     return zones;
 }
 
@@ -116,10 +115,10 @@ class BoundsTest : public ScriptFixture {
     // A check of cost at now (committed on a pass), keys persisted.
     Decoded check(std::int64_t now, const Both& l, std::int64_t cost) {
         return decode(
-            values(evalsha_of(persisting_sha_, {l.script.key},
-                              {str(now), l.script.algorithm, str(l.script.limit),
-                               str(l.script.period_ms), str(l.script.burst),
-                               str(cost)})),
+            values(evalsha_of(
+                persisting_sha_, {l.script.key},
+                {str(now), l.script.algorithm, str(l.script.limit),
+                 str(l.script.period_ms), str(l.script.burst), str(cost)})),
             l.c);
     }
 
@@ -128,13 +127,12 @@ class BoundsTest : public ScriptFixture {
                    std::int64_t a, std::int64_t t,
                    const std::string& charged = "") {
         return decode(
-            values(evalsha_of(
-                persisting_sha_, {l.script.key},
-                {"batch", str(now), "1", l.script.algorithm,
-                 str(l.script.limit), str(l.script.period_ms),
-                 str(l.script.burst), "s1", "1",
-                 str(e) + ":" + str(a) + ":" + str(t) +
-                     (charged.empty() ? "" : ":" + charged)})),
+            values(evalsha_of(persisting_sha_, {l.script.key},
+                              {"batch", str(now), "1", l.script.algorithm,
+                               str(l.script.limit), str(l.script.period_ms),
+                               str(l.script.burst), "s1", "1",
+                               str(e) + ":" + str(a) + ":" + str(t) +
+                                   (charged.empty() ? "" : ":" + charged)})),
             l.c);
     }
 
@@ -207,8 +205,8 @@ TEST_F(BoundsTest, TheIssuesTokenBucketDebtsStayWithinTheDecoder) {
          {Case{{100000, 3600000, RRL_BURST_UNSET}, 2000, 100000000000},
           Case{{1000, 86400000, RRL_BURST_UNSET}, 1, 36000000}}) {
         SCOPED_TRACE(c.a);
-        const Both l = both(RRL_TOKEN_BUCKET, "rrl:{i:" + str(c.a) + "}",
-                            c.zone);
+        const Both l =
+            both(RRL_TOKEN_BUCKET, "rrl:{i:" + str(c.a) + "}", c.zone);
         ASSERT_EQ(check(kT, l, c.e).result.passed, 1);
         const Decoded s = settle(kT, l, c.e, c.a, kT);
         ASSERT_EQ(s.rc, RRL_OK) << ::testing::PrintToString(s.raw);
@@ -225,10 +223,13 @@ TEST_F(BoundsTest, TheIssuesTokenBucketDebtsStayWithinTheDecoder) {
 // decodes (remaining within the applied capacity, waits within the
 // bound), checks, costs and settlements alike.
 TEST_F(BoundsTest, OverridesAtTheBoundsAlwaysDecode) {
-    const char* values_[] = {
-        "1000000000r/1ms burst=1000000000", "1000000000r/1ms", "1r/1ms",
-        "10000r/1ms",                       "1r/36500d",       "1r/36500d burst=1",
-        "1000000000r/36500d burst=1000000000"};
+    const char* values_[] = {"1000000000r/1ms burst=1000000000",
+                             "1000000000r/1ms",
+                             "1r/1ms",
+                             "10000r/1ms",
+                             "1r/36500d",
+                             "1r/36500d burst=1",
+                             "1000000000r/36500d burst=1000000000"};
     for (int alg : kAlgorithms) {
         int i = 0;
         for (const char* value : values_) {
@@ -292,8 +293,7 @@ TEST_F(BoundsTest, LeakyBucketRecoversWhenAnOverrideIsDeleted) {
     EXPECT_EQ(probe(kT + kS + 400 * kMs, l, 6).result.passed, 1);
     // at once: the units taken under the override count at the zone's
     // interval (3 units, 0.3 s of the 0.6 s horizon)
-    const Both m =
-        both(RRL_LEAKY_BUCKET, "rrl:{lb:m}:lb", {10, 1000, 5}, true);
+    const Both m = both(RRL_LEAKY_BUCKET, "rrl:{lb:m}:lb", {10, 1000, 5}, true);
     set("rrl:{lb:m}:limit", "1r/h burst=2");
     for (int i = 0; i < 3; i++) ASSERT_EQ(check(kT, m, 1).result.passed, 1);
     redis_->command({"DEL", "rrl:{lb:m}:limit"});
@@ -327,7 +327,8 @@ TEST_F(BoundsTest, LeakyBucketUnitsCarryOverToAnOverrideSetLater) {
     r = check(kT + 3600 * kS, l, 1);
     EXPECT_EQ(r.result.passed, 1);
     EXPECT_EQ(r.result.remaining, 4);
-    EXPECT_EQ(get(l.script.key), str(kT + 3600 * kS + 200 * kMs) + "@10/1000/5");
+    EXPECT_EQ(get(l.script.key),
+              str(kT + 3600 * kS + 200 * kMs) + "@10/1000/5");
     // a debt carries over in units: 100 units beyond the capacity at the
     // override's interval, then at the zone's
     const Both d = both(RRL_LEAKY_BUCKET, "rrl:{lb:d}:lb", {10, 1000, 5}, true);
@@ -432,9 +433,8 @@ TEST_F(BoundsTest, ASettlementWithTheChargesLimitAppliesIt) {
     }
     Reply e = evalsha_of(
         persisting_sha_, {plain.script.key},
-        {"batch", str(kT), "1", plain.script.algorithm,
-         str(plain.script.limit), str(plain.script.period_ms),
-         str(plain.script.burst), "s1", "1",
+        {"batch", str(kT), "1", plain.script.algorithm, str(plain.script.limit),
+         str(plain.script.period_ms), str(plain.script.burst), "s1", "1",
          "100:30:" + str(kT) + ":200:1000:0"});
     EXPECT_EQ(e->type, REDIS_REPLY_ERROR);
 }

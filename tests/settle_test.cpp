@@ -72,8 +72,8 @@ TEST(SettleValue, OverTheMaximumIsToldApart) {
         EXPECT_STREQ(rrl_settle_why(t, std::strlen(bad)), "not a number");
     }
     EXPECT_STREQ(rrl_settle_why(nullptr, 0), "not a number");
-    EXPECT_STREQ(rrl_settle_why(reinterpret_cast<const unsigned char*>("42"), 2),
-                 "");
+    EXPECT_STREQ(
+        rrl_settle_why(reinterpret_cast<const unsigned char*>("42"), 2), "");
     EXPECT_EQ(a, 99u);
 }
 
@@ -153,8 +153,8 @@ TEST(SettlePlan, NothingWhenChargedUnderUnlimited) {
     EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "0", &out), RRL_SETTLE_SETTLED);
     // no number: as ever
     EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "x", &out), RRL_SETTLE_FAILED);
-    for (int kind : {RRL_OVERRIDE_NONE, RRL_OVERRIDE_RATE,
-                     RRL_OVERRIDE_INVALID}) {
+    for (int kind :
+         {RRL_OVERRIDE_NONE, RRL_OVERRIDE_RATE, RRL_OVERRIDE_INVALID}) {
         c.override = kind;
         EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_SEND)
             << kind;
@@ -257,16 +257,17 @@ TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
     rrl_call_limit_t zone =
         rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
     zone.overrides = 1;
-    ASSERT_EQ(rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
-                              reinterpret_cast<const unsigned char*>("30"), 2,
-                              &out),
-              RRL_SETTLE_SEND);
+    ASSERT_EQ(
+        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        RRL_SETTLE_SEND);
     EXPECT_EQ(out.limit, 10u);  // the zone's: the batch names it
     EXPECT_EQ(out.settle_limit, 50u);
     EXPECT_EQ(out.settle_period_ms, 3600000u);
     EXPECT_EQ(out.settle_burst, 7u);
     auto args = build({out, out});
-    EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)], "100:30:5000:50:3600000:7");
+    EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)],
+              "100:30:5000:50:3600000:7");
     // the largest numbers fit
     out.settle_limit = out.settle_period_ms = out.settle_burst = UINT64_MAX;
     out.cost = out.settle_actual = UINT64_MAX;
@@ -276,10 +277,10 @@ TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
     // no overrides: none carried
     c.overrides = 0;
     zone.overrides = 0;
-    ASSERT_EQ(rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
-                              reinterpret_cast<const unsigned char*>("30"), 2,
-                              &out),
-              RRL_SETTLE_SEND);
+    ASSERT_EQ(
+        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        RRL_SETTLE_SEND);
     EXPECT_EQ(out.settle_limit, 0u);
     EXPECT_EQ(build({out})[RRL_CALL_ARG(1, 0, RRL_CALL_COST)], "100:30:5000");
 }

@@ -51,8 +51,7 @@ int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
     // nothing to settle; nor for a key unlimited by its override when
     // charged: it took nothing (sent, the override in force later would
     // make it a refund or a debt of units never charged)
-    if (*actual == charged.cost ||
-        charged.override == RRL_OVERRIDE_UNLIMITED) {
+    if (*actual == charged.cost || charged.override == RRL_OVERRIDE_UNLIMITED) {
         return RRL_SETTLE_SETTLED;
     }
 
