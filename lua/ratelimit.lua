@@ -39,7 +39,10 @@
 -- state's slot) may hold "Nr/PERIOD [burst=B]" (this key's own limit, in
 -- the zone's algorithm), "unlimited" (passes, counts nothing) or "block"
 -- (rejected, counts nothing; retry after the key's TTL, else the zone's
--- period). Any other value is invalid: the zone's own limit applies.
+-- period). Any other value is invalid: the zone's own limit applies. A
+-- key's state is kept across a change of its override (leaky_bucket's
+-- carries its units over: see leaky_bucket.lua). Whatever the limit, a
+-- reply's remaining is at most the applied limit's capacity.
 --
 -- Release: gives back what a passed check (a reservation) took, as far as
 -- it still counts. With Redis Cluster a request's limits live in several
@@ -77,9 +80,11 @@
 --   KEYS: as the check's.
 --   ARGV[1]: "settle" (now: Redis TIME);
 --   ARGV[2 + 5(i-1) ..]: as the check's, but the cost is "E:A:T", three
---     whole numbers (E, A, T >= 0). In a batch, a settlement's count is
---     "s<n>" (e.g. "s2") instead of <n>, then per limit its zone and
---     "E:A:T"; checks and settlements mix, in order.
+--     whole numbers (E, A, T >= 0); a zone with overrides=on may have
+--     "E:A:T:N:P:B", the limit the charge applied (N, P ms >= 1, B >= 0:
+--     an override's rate, or the zone's own). In a batch, a settlement's
+--     count is "s<n>" (e.g. "s2") instead of <n>, then per limit its zone
+--     and its field; checks and settlements mix, in order.
 --   Per limit, D = A - E (0: nothing changes) is settled as the algorithm's
 --   release of -D units (see each file): a refund (D < 0) where the units
 --   still count (fixed_window: T's window while current; sliding_window:
@@ -91,10 +96,15 @@
 --   current one's; token_bucket: tokens below zero, repaid at the rate;
 --   leaky_bucket: TAT = max(TAT, now) + D intervals; sliding_log: D
 --   entries, never more than the log's capacity: a debt beyond one window
---   is not held). A debt's state is kept at most 100 years. overrides=on:
---   the override applies (unlimited, block: nothing settled; a rate: its
---   numbers). A lease zone ("+lease"): as its algorithm, held units
---   unchanged.
+--   is not held). A debt is held at most 100 years: a bucket's debt whose
+--   repayment at the rate would take longer is held as one of 100 years,
+--   so every wait of a reply stays within what the module takes.
+--   overrides=on: with N:P:B, settled with that limit, whatever is in
+--   force now (the module sends no settlement for a charge made under
+--   unlimited: it took nothing); without, the override in force now
+--   (unlimited, block: nothing settled; a rate: its numbers). The reply's
+--   check is one under the override in force now. A lease zone ("+lease"):
+--   as its algorithm, held units unchanged.
 --   Reply: a check's with 4 integers per limit whatever the zone: the
 --     check of cost max(E, 1) after the settlement, not committed (a debt
 --     is rejected as a check would be, with its retry after). A batch's
@@ -284,8 +294,27 @@ end
 local form = ARGV[1]
 local release, batch = form == 'release', form == 'batch'
 local settling = form == 'settle'
--- a settlement's cost field "E:A:T"
+-- a settlement's cost field "E:A:T", of an overrides=on zone's limit also
+-- "E:A:T:N:P:B"
 local settle_field = '^(%d+):(%d+):(%d+)$'
+local charged_field = '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$'
+
+-- The fields of a settlement into l (its zone's overrides known); false
+-- when they are not the form's.
+local function settle_fields(l, field)
+  local e, x, t = string.match(field, settle_field)
+  local n, p, b
+  if not e and l.overrides then
+    e, x, t, n, p, b = string.match(field, charged_field)
+    n, p, b = whole(tonumber(n), 1), whole(tonumber(p), 1), whole(tonumber(b), 0)
+    if not (n and p and b) then return false end
+    l.charged = { n, p * 1000, b }
+  end
+  e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0), whole(tonumber(t), 0)
+  if not (e and x and t) then return false end
+  l.estimate, l.actual, l.at, l.cost = e, x, t, math.max(e, 1)
+  return true
+end
 
 -- the limits whose keys start at KEYS[k] and arguments at ARGV[a]; nil and
 -- an error reply when they are not the script's
@@ -303,14 +332,8 @@ local function parse(k, a, n)
       burst = whole(tonumber(ARGV[a + 4]), 0),
       cost = not lease and not settling and whole(tonumber(ARGV[a + 5]), 1),
     }
-    if settling then
-      -- "E:A:T", the check of the reply of cost max(E, 1)
-      local e, x, t = string.match(ARGV[a + 5], settle_field)
-      e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0), whole(tonumber(t), 0)
-      if e and x and t then
-        l.estimate, l.actual, l.at, l.cost = e, x, t, math.max(e, 1)
-      end
-    end
+    -- "E:A:T[:N:P:B]", the check of the reply of cost max(E, 1)
+    if settling then settle_fields(l, ARGV[a + 5]) end
     if not l.algorithm then
       return nil, redis.error_reply('ERR redis_ratelimit: unknown algorithm ' ..
         tostring(ARGV[a + 1]))
@@ -451,18 +474,18 @@ if batch then
       local zone = zones[number(ARGV[a + 2 * i - 1])]
       if not zone then return redis.error_reply(bad_arguments) end
       if settle then
-        -- "E:A:T": a lease zone's as its algorithm's
-        local e, x, t = string.match(ARGV[a + 2 * i], settle_field)
-        e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0),
-          whole(tonumber(t), 0)
-        if not (e and x and t) then return redis.error_reply(bad_arguments) end
-        limits[i] = {
+        -- "E:A:T[:N:P:B]": a lease zone's as its algorithm's
+        local l = {
           key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-          period = zone.period, burst = zone.burst, cost = math.max(e, 1),
-          overrides = zone.overrides, estimate = e, actual = x, at = t,
-          window = false, count = false, ttl = false, current = false,
-          prev = false, keep_ttl = false,
+          period = zone.period, burst = zone.burst, cost = false,
+          overrides = zone.overrides, estimate = false, actual = false,
+          at = false, charged = false, window = false, count = false,
+          ttl = false, current = false, prev = false, keep_ttl = false,
         }
+        if not settle_fields(l, ARGV[a + 2 * i]) then
+          return redis.error_reply(bad_arguments)
+        end
+        limits[i] = l
       elseif zone.lease then
         -- "C:W:B:T": rarely the same twice, not worth the numbers' cache
         local l = {
@@ -518,8 +541,15 @@ if settling or settles then
       if l.overrides == 'token_bucket' then capacity = l.burst end
       if l.overrides == 'leaky_bucket' then capacity = l.burst + 1 end
       local kind = l.overrides and override(l) or 0
-      -- unlimited, block: the charge took nothing
-      if kind ~= 2 and kind ~= 3 and l.actual ~= l.estimate then
+      if l.charged and l.actual ~= l.estimate then
+        -- with the limit the charge applied, whatever is in force now;
+        -- the check below as one now
+        local limit, period, burst = l.limit, l.period, l.burst
+        l.limit, l.period, l.burst = l.charged[1], l.charged[2], l.charged[3]
+        l.algorithm.release(l, l.at, now, l.estimate - l.actual)
+        l.limit, l.period, l.burst = limit, period, burst
+      elseif kind ~= 2 and kind ~= 3 and l.actual ~= l.estimate then
+        -- unlimited, block: the charge took nothing
         l.algorithm.release(l, l.at, now, l.estimate - l.actual)
       end
       local ok, remaining, reset, retry

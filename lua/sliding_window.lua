@@ -52,16 +52,17 @@ function sliding_window.check(l, now)
     reset = start + l.period - now
   end
 
-  -- when the estimate has decayed enough for this cost
+  -- when the estimate has decayed enough for this cost (the whole
+  -- microseconds first: near 1.7e15 a double holds no fraction of e)
   local retry = l.period
   if l.cost <= capacity then
     if current + l.cost > capacity then
       -- only in the next window, as this one's count decays
       local e = l.period * (1 - (capacity - l.cost) / current)
-      retry = start + l.period + e - now
+      retry = (start + l.period - now) + e
     else
       local e = l.period * (1 - (capacity - l.cost - current) / prev)
-      retry = start + e - now
+      retry = (start - now) + e
     end
   end
 

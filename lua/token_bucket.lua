@@ -17,6 +17,15 @@ local token_bucket = {}
 local slack = 1e-3
 -- a lease's life, and the slots that count the units held
 local lease_us = 100000
+-- the longest wait (us) the module takes: no state is kept longer
+local max_wait_us = 3153600000000000
+
+-- The fewest tokens l's bucket holds: a debt whose refill would take
+-- longer than max_wait_us (less 1 us of rounding) is not held, so every
+-- wait stays within what the module takes and is exact.
+local function floor_tokens(l)
+  return l.burst - (max_wait_us - 1) * l.limit / l.period
+end
 
 function token_bucket.check(l, now)
   local capacity = l.burst
@@ -32,6 +41,7 @@ function token_bucket.check(l, now)
     t, at = tonumber(t), tonumber(at)
     if t and at then
       tokens = math.min(capacity, t + math.max(0, now - at) * l.limit / l.period)
+      tokens = math.max(tokens, floor_tokens(l))
       level = tokens
       if fields ~= '' then
         token_bucket.make_leases()
@@ -46,8 +56,10 @@ function token_bucket.check(l, now)
   local function wait(n)
     local w = math.max(0, math.ceil((n - level) * l.period / l.limit - slack))
     if l.held_cur then w = math.max(w, token_bucket.held_wait(l, n, now)) end
-    return w
+    return math.min(w, max_wait_us)
   end
+  -- the slack in tokens, never a remaining above the capacity (at 10^6
+  -- tokens a microsecond, it is 1000 tokens)
   local per_slack = slack * l.limit / l.period
 
   if l.cost <= capacity and wait(l.cost) == 0 then
@@ -55,15 +67,16 @@ function token_bucket.check(l, now)
     l.left = left
     level = left
     l.full_in = wait(capacity)
-    return 1, math.floor(left + per_slack), l.full_in, 0
+    return 1, math.min(capacity - l.cost, math.floor(left + per_slack)),
+      l.full_in, 0
   end
 
   local retry = l.period
   if l.cost <= capacity then retry = wait(l.cost) end
 
   -- tokens below zero: a settlement's debt
-  return 0, math.max(0, math.floor(tokens + per_slack)), wait(capacity),
-    math.max(1, retry)
+  return 0, math.max(0, math.min(capacity, math.floor(tokens + per_slack))),
+    wait(capacity), math.max(1, retry)
 end
 
 function token_bucket.commit(l, now)
@@ -85,8 +98,9 @@ end
 -- Negative units (a settlement's charge, whenever `at` was): the tokens
 -- as a check sees them (the held units cap them) less -units, below zero
 -- if so: the bucket refills from there, repaying the debt at the rate.
--- Stored at now, the held fields as they are, kept until full (at most
--- 100 years: a debt is not held longer).
+-- Stored at now, the held fields as they are, kept until full: a debt
+-- whose refill would take over 100 years is held as one of 100 years
+-- (floor_tokens()), so that every wait stays one the module takes.
 function token_bucket.release(l, at, now, units)
   units = units or l.cost
   local state = redis.call('GET', l.key)
@@ -102,7 +116,7 @@ function token_bucket.release(l, at, now, units)
         tokens = token_bucket.hold(l, fields, tokens, now) or l.burst
       end
     end
-    tokens = tokens + units
+    tokens = math.max(tokens + units, floor_tokens(l))
     local full_in = math.ceil((l.burst - tokens) * l.period / l.limit - slack)
     state = string.format('%.17g:%d', tokens, now)
     if l.held_cur then

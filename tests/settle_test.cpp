@@ -54,6 +54,29 @@ TEST(SettleValue, NothingElse) {
     EXPECT_EQ(rrl_settle_value(nul, 3, &a), RRL_ERROR);
 }
 
+// A number over RRL_SETTLE_MAX is told apart from no number, for the log
+// (issue 25).
+TEST(SettleValue, OverTheMaximumIsToldApart) {
+    uint64_t a = 99;
+    for (const char* over : {"1000000000001", "18446744073709551616",
+                             "99999999999999999999999", "0001000000000001"}) {
+        const auto* t = reinterpret_cast<const unsigned char*>(over);
+        EXPECT_EQ(rrl_settle_value(t, std::strlen(over), &a), RRL_SETTLE_OVER)
+            << over;
+        EXPECT_STREQ(rrl_settle_why(t, std::strlen(over)),
+                     "over the maximum of 1000000000000");
+    }
+    for (const char* bad : {"", "-1", "1.5", "12a", "1e13", " 1000000000001"}) {
+        const auto* t = reinterpret_cast<const unsigned char*>(bad);
+        EXPECT_EQ(rrl_settle_value(t, std::strlen(bad), &a), RRL_ERROR) << bad;
+        EXPECT_STREQ(rrl_settle_why(t, std::strlen(bad)), "not a number");
+    }
+    EXPECT_STREQ(rrl_settle_why(nullptr, 0), "not a number");
+    EXPECT_STREQ(
+        rrl_settle_why(reinterpret_cast<const unsigned char*>("42"), 2), "");
+    EXPECT_EQ(a, 99u);
+}
+
 // rrl_settle_plan(): which limits settle, A, T, and what each counts.
 rrl_call_limit_t charged(uint64_t e, const char* key = "k") {
     rrl_call_limit_t l =
@@ -115,6 +138,27 @@ TEST(SettlePlan, OnlyWhatRedisOrALeaseTook) {
     // an empty key was not limited
     EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, charged(100, ""), "30", &out),
               RRL_SETTLE_NONE);
+}
+
+// R1 (issue 25): a request charged while its key's override was
+// "unlimited" took nothing: nothing to settle, nothing sent (the script
+// would settle it under the override in force then, e.g. a debt of A - E
+// once the override is deleted). One charged under a rate, or none, is.
+TEST(SettlePlan, NothingWhenChargedUnderUnlimited) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    c.overrides = 1;
+    c.override = RRL_OVERRIDE_UNLIMITED;
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_SETTLED);
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "0", &out), RRL_SETTLE_SETTLED);
+    // no number: as ever
+    EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "x", &out), RRL_SETTLE_FAILED);
+    for (int kind :
+         {RRL_OVERRIDE_NONE, RRL_OVERRIDE_RATE, RRL_OVERRIDE_INVALID}) {
+        c.override = kind;
+        EXPECT_EQ(plan(RRL_STATUS_PASSED, 0, c, "500", &out), RRL_SETTLE_SEND)
+            << kind;
+    }
 }
 
 rrl_call_limit_t settling(const char* zone, int algorithm, uint64_t e,
@@ -197,6 +241,48 @@ TEST(SettleArgs, TheLargestNumbersFit) {
     ASSERT_EQ(args.size(), RRL_CALL_ARGC(2));
     EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)],
               "18446744073709551615:18446744073709551615:9223372036854775807");
+}
+
+// R1 (issue 25): an overrides=on limit's field carries the limit its
+// charge applied (as decoded: the override's rate, else the zone's), so
+// that the script settles with it whatever is in force later.
+TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
+    rrl_call_limit_t out{};
+    rrl_call_limit_t c = charged(100);
+    c.overrides = 1;
+    c.override = RRL_OVERRIDE_RATE;
+    c.limit = 50;
+    c.period_ms = 3600000;
+    c.burst = 7;
+    rrl_call_limit_t zone =
+        rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
+    zone.overrides = 1;
+    ASSERT_EQ(
+        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        RRL_SETTLE_SEND);
+    EXPECT_EQ(out.limit, 10u);  // the zone's: the batch names it
+    EXPECT_EQ(out.settle_limit, 50u);
+    EXPECT_EQ(out.settle_period_ms, 3600000u);
+    EXPECT_EQ(out.settle_burst, 7u);
+    auto args = build({out, out});
+    EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)],
+              "100:30:5000:50:3600000:7");
+    // the largest numbers fit
+    out.settle_limit = out.settle_period_ms = out.settle_burst = UINT64_MAX;
+    out.cost = out.settle_actual = UINT64_MAX;
+    out.settle_at_us = INT64_MAX;
+    args = build({out, out});
+    ASSERT_EQ(args.size(), RRL_CALL_ARGC(2));
+    // no overrides: none carried
+    c.overrides = 0;
+    zone.overrides = 0;
+    ASSERT_EQ(
+        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
+                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        RRL_SETTLE_SEND);
+    EXPECT_EQ(out.settle_limit, 0u);
+    EXPECT_EQ(build({out})[RRL_CALL_ARG(1, 0, RRL_CALL_COST)], "100:30:5000");
 }
 
 TEST(SettleArgs, BadInput) {

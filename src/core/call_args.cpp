@@ -131,6 +131,9 @@ bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
         l.lease_back_at = in[i].lease_back_at;
         l.settle_actual = in[i].settle_actual;
         l.settle_at_us = in[i].settle_at_us;
+        l.settle_limit = in[i].settle_limit;
+        l.settle_period_ms = in[i].settle_period_ms;
+        l.settle_burst = in[i].settle_burst;
         out.push_back(l);
     }
     return true;

@@ -35,6 +35,10 @@ struct CallLimit {
     // settle=VALUE (settle.hpp): A, and T, Redis's time of the charge
     std::uint64_t settle_actual = 0;
     std::int64_t settle_at_us = 0;
+    // and the limit the charge applied (overrides=on; 0: not known)
+    std::uint64_t settle_limit = 0;
+    std::uint64_t settle_period_ms = 0;
+    std::uint64_t settle_burst = 0;
 };
 
 // The C API's limits as the core's (views into in); false: a bad algorithm.

@@ -72,11 +72,24 @@ extern "C" {
 
 int rrl_settle_value(const unsigned char* text, size_t len,
                      uint64_t* actual) noexcept {
-    auto value = rrl::settle_value(
-        {reinterpret_cast<const char*>(text), text == nullptr ? 0 : len});
-    if (!value) return RRL_ERROR;
+    std::string_view t{reinterpret_cast<const char*>(text),
+                       text == nullptr ? 0 : len};
+    auto value = rrl::settle_value(t);
+    if (!value) return rrl::settle_value_over(t) ? RRL_SETTLE_OVER : RRL_ERROR;
     *actual = *value;
     return RRL_OK;
+}
+
+const char* rrl_settle_why(const unsigned char* text, size_t len) noexcept {
+    uint64_t actual = 0;
+    switch (rrl_settle_value(text, len, &actual)) {
+        case RRL_OK:
+            return "";
+        case RRL_SETTLE_OVER:
+            return "over the maximum of 1000000000000";
+        default:
+            return "not a number";
+    }
 }
 
 int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,

@@ -91,10 +91,10 @@ rrl_limit_result_t sliding_window(const Args& l, double now,
     if (l.cost <= capacity) {
         if (current + l.cost > capacity) {
             double e = l.period * (1 - (capacity - l.cost) / current);
-            retry = start + l.period + e - now;
+            retry = (start + l.period - now) + e;
         } else {
             double e = l.period * (1 - (capacity - l.cost - current) / prev);
-            retry = start + e - now;
+            retry = (start - now) + e;
         }
     }
 
@@ -128,14 +128,16 @@ rrl_limit_result_t token_bucket(const Args& l, double now,
         tokens = left;
         double full_in = wait(capacity);
         *next = {reply_int(now), 0, left};
-        return result(1, std::floor(left + per_slack), full_in, 0);
+        return result(1,
+                      std::min(capacity - l.cost, std::floor(left + per_slack)),
+                      full_in, 0);
     }
 
     double retry = l.period;
     if (l.cost <= capacity) retry = wait(l.cost);
 
-    return result(0, std::floor(tokens + per_slack), wait(capacity),
-                  std::max(1.0, retry));
+    return result(0, std::min(capacity, std::floor(tokens + per_slack)),
+                  wait(capacity), std::max(1.0, retry));
 }
 
 // The TAT as the script stores it: "<now + whole>[.<9 decimals>]", read
@@ -178,13 +180,15 @@ bool leaky_bucket(const Args& l, double now, const rrl_local_state_t& state,
 
     if (allowed_in <= epsilon) {
         double remaining =
-            std::floor((horizon - new_ahead + epsilon) / interval);
+            std::min(l.burst + 1 - l.cost,
+                     std::floor((horizon - new_ahead + epsilon) / interval));
         *out = result(1, std::max(0.0, remaining),
                       std::ceil(new_ahead - epsilon), 0);
         return leaky_bucket_store(now, new_ahead, next);
     }
 
-    double remaining = std::floor((horizon - ahead + epsilon) / interval);
+    double remaining = std::min(
+        l.burst + 1, std::floor((horizon - ahead + epsilon) / interval));
     double retry = l.period;
     if (l.cost <= l.burst + 1) retry = std::ceil(allowed_in - epsilon);
 

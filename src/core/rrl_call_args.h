@@ -85,6 +85,10 @@ typedef struct {
     /* settle=VALUE (rrl_settle.h): A, and T, Redis's time of the charge */
     uint64_t              settle_actual;
     int64_t               settle_at_us;
+    /* and the limit the charge applied (overrides=on; 0: not known) */
+    uint64_t              settle_limit;
+    uint64_t              settle_period_ms;
+    uint64_t              settle_burst;
 } rrl_call_limit_t;
 
 /* "nodelay", the default: delay=B, never delays */

@@ -29,21 +29,32 @@ extern "C" {
 /*
  * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
  * of decimal digits alone (no sign, blank or fraction) of at most
- * RRL_SETTLE_MAX; RRL_ERROR when it is empty, not such a number or over.
+ * RRL_SETTLE_MAX; RRL_SETTLE_OVER when it is such a number over it;
+ * RRL_ERROR when it is empty or not such a number.
  */
-#define RRL_SETTLE_MAX  1000000000000ULL
+#define RRL_SETTLE_MAX   1000000000000ULL
+#define RRL_SETTLE_OVER  (-2)
 
 int rrl_settle_value(const unsigned char *text, size_t len, uint64_t *actual)
     RRL_NOEXCEPT;
 
 /*
+ * Why text is no settle=VALUE (for the log): "over the maximum of
+ * 1000000000000" or "not a number"; "" when it is one.
+ */
+const char *rrl_settle_why(const unsigned char *text, size_t len)
+    RRL_NOEXCEPT;
+
+/*
  * The plan of a request's limit with settle=, its status RRL_STATUS_*: only
  * the units Redis or a lease took (passed, delayed, the dry run's delay),
- * of a limit with a key. *out: the limit to settle with its zone's numbers
+ * of a limit with a key; SETTLED, nothing sent, when A == E or it was
+ * charged under an "unlimited" override (charged->override: none taken). *out: the limit to settle with its zone's numbers
  * (zone: a batch names a zone once, not with an override's), the key and E
  * of charged, A of text (settle=VALUE's value, rrl_settle_value()), T the
  * reply's redis_now_us, or a lease decision's (leased: charged's
- * settle_at_us). Returns an RRL_SETTLE_* (FAILED: not a number).
+ * settle_at_us); with overrides=on, charged's limit, period and burst (as
+ * decoded: the limit applied) in settle_limit, _period_ms and _burst. Returns an RRL_SETTLE_* (FAILED: not a number).
  */
 int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
     const rrl_call_limit_t *zone, const rrl_call_limit_t *charged,
@@ -54,7 +65,9 @@ int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
  * The settle form of n limits, each with cost (E, the units charged up
  * front), settle_actual (A) and settle_at_us (T, Redis's time of the
  * charge) set: as rrl_call_args() lays out a check (RRL_CALL_ARGC(n)
- * arguments) but ARGV[1] is "settle" and each limit's cost is "E:A:T".
+ * arguments) but ARGV[1] is "settle" and each limit's cost is "E:A:T", or
+ * "E:A:T:N:P:B" with the limit the charge applied (an overrides=on
+ * limit's settle_limit, _period_ms and _burst, when set).
  * The sizes and the layout of rrl_call_args(); 0 / RRL_ERROR: bad input.
  */
 size_t rrl_settle_args_size(const rrl_call_limit_t *limits, size_t n)

@@ -28,6 +28,14 @@ std::optional<std::uint64_t> settle_value(std::string_view text) {
     return value;
 }
 
+bool settle_value_over(std::string_view text) {
+    if (text.empty()) return false;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+    }
+    return !settle_value(text);
+}
+
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
                 const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
                 std::string_view text, rrl_call_limit_t& out) {
@@ -40,7 +48,12 @@ int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
 
     auto actual = settle_value(text);
     if (!actual) return RRL_SETTLE_FAILED;
-    if (*actual == charged.cost) return RRL_SETTLE_SETTLED;
+    // nothing to settle; nor for a key unlimited by its override when
+    // charged: it took nothing (sent, the override in force later would
+    // make it a refund or a debt of units never charged)
+    if (*actual == charged.cost || charged.override == RRL_OVERRIDE_UNLIMITED) {
+        return RRL_SETTLE_SETTLED;
+    }
 
     out = zone;
     out.key = charged.key;
@@ -48,6 +61,12 @@ int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
     out.cost = charged.cost;
     out.settle_actual = *actual;
     out.settle_at_us = leased ? charged.settle_at_us : redis_now_us;
+    // overrides=on: the limit the charge applied (the reply's: an
+    // override's rate, else the zone's), settled with whatever is in force
+    // later
+    out.settle_limit = charged.overrides ? charged.limit : 0;
+    out.settle_period_ms = charged.overrides ? charged.period_ms : 0;
+    out.settle_burst = charged.overrides ? charged.burst : 0;
     return RRL_SETTLE_SEND;
 }
 
@@ -55,16 +74,24 @@ std::string settle_cost(const CallLimit& limit) {
     if (limit.settle_at_us < 0) {
         throw std::invalid_argument("a settlement's time below 0");
     }
-    return std::to_string(limit.cost) + ':' +
-           std::to_string(limit.settle_actual) + ':' +
-           std::to_string(limit.settle_at_us);
+    std::string field = std::to_string(limit.cost) + ':' +
+                        std::to_string(limit.settle_actual) + ':' +
+                        std::to_string(limit.settle_at_us);
+    if (limit.overrides && limit.settle_limit != 0 &&
+        limit.settle_period_ms != 0) {
+        field += ':' + std::to_string(limit.settle_limit) + ':' +
+                 std::to_string(limit.settle_period_ms) + ':' +
+                 std::to_string(limit.settle_burst);
+    }
+    return field;
 }
 
 std::size_t settle_args_size(const CallLimit* limits, std::size_t n) {
-    // the form's word, and ":A:T" beyond a check's cost a limit (a lease
-    // limit's "C:W:B:T" is longer than "E:A:T": counted already)
+    // the form's word, and ":A:T" (":N:P:B" too) beyond a check's cost a
+    // limit (a lease limit's "C:W:B:T" is longer than "E:A:T": counted
+    // already)
     return call_args_size(limits, n) + kSettleForm.size() +
-           2 * (number_max + 1) * n;
+           5 * (number_max + 1) * n;
 }
 
 std::vector<std::string_view> settle_args(std::string_view sha1,

@@ -21,12 +21,16 @@ inline constexpr std::string_view kSettleForm = "settle";
 // A of settle=VALUE: digits alone, not empty, at most RRL_SETTLE_MAX.
 std::optional<std::uint64_t> settle_value(std::string_view text);
 
+// Digits alone, not empty, but over RRL_SETTLE_MAX.
+bool settle_value_over(std::string_view text);
+
 // The plan of a request's limit with settle= (rrl_settle_plan()).
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
                 const rrl_call_limit_t& zone, const rrl_call_limit_t& charged,
                 std::string_view text, rrl_call_limit_t& out);
 
-// "E:A:T" of a limit; T below 0 is none of Redis's times.
+// "E:A:T" of a limit, "E:A:T:N:P:B" with the limit the charge applied
+// (overrides=on); T below 0 is none of Redis's times.
 std::string settle_cost(const CallLimit& limit);
 
 // The most bytes settle_args() writes for these limits.

@@ -159,13 +159,12 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
 
         if (rc == RRL_SETTLE_FAILED) {
             ngx_http_redis_ratelimit_settle_warn(r->connection->log,
-                                  "redis_ratelimit: settle=%V of zone \"%V\" "
-                                  "is \"%*s\": not a number, the estimate "
-                                  "%uL stays charged", &limit->settle->value,
-                                  &limit->zone->name,
-                                  ngx_min(text.len,
-                                        NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT),
-                                  text.data, ctx->call_limits[i].cost);
+                "redis_ratelimit: settle=%V of zone \"%V\" is \"%*s\": %s, "
+                "the estimate %uL stays charged", &limit->settle->value,
+                &limit->zone->name,
+                ngx_min(text.len, NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT),
+                text.data, rrl_settle_why(text.data, text.len),
+                ctx->call_limits[i].cost);
         }
 
         if (rc == RRL_SETTLE_SEND) {
