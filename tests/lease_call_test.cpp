@@ -291,6 +291,31 @@ TEST(LeaseCallLearn, ACallForItsCostAloneLeavesTheGrantInFlight) {
     }
 }
 
+// issue 25 (R2): the entry was dropped (LRU, the table full) while the
+// call's grant was in flight, and made anew when it landed: a debt it owed
+// went with the old entry, so its extra units lapse (strict); its cost is
+// the request's. A key never seen has its entry made when the call asks.
+TEST(LeaseCallLearn, AGrantWhoseEntryWasDroppedKeepsNoExtraUnits) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(1)};
+    rrl_lease_entry_t fresh{};
+    ASSERT_EQ(check(l, {&fresh}, 1).rc, RRL_LEASE_ASK);
+    EXPECT_EQ(l[0].lease_want, 2u);  // a key never seen: cost + 1
+    EXPECT_EQ(fresh.renewing_until_us, kNow + kTimeout);
+    l[0].lease_granted = 2;
+    l[0].lease_ttl_us = 400 * kMs;
+    rrl_limit_result_t r{1, 100, 900 * kMs, 0};
+    rrl_lease_entry_t kept = fresh;
+    rrl_lease_call_learn(&l[0], &r, RRL_LEASE_CALL_PASSED, &kept, kWall, kNow,
+                         kNow);
+    EXPECT_EQ(kept.units, 1u);
+
+    rrl_lease_entry_t dropped{};  // made anew when the grant landed
+    rrl_lease_call_learn(&l[0], &r, RRL_LEASE_CALL_PASSED, &dropped, kWall,
+                         kNow, kNow);
+    EXPECT_EQ(dropped.units, 0u);
+    EXPECT_EQ(dropped.renewing_until_us, 0);
+}
+
 // issue 25: a call never sent gave nothing back: the ended lease's units
 // are the entry's again (the next call gives them back), and its grant is
 // no longer in flight; one that failed may have been done: nothing back

@@ -1,5 +1,6 @@
 // The C API of the lease rules on call limits, and renewals
 // (rrl_lease_call.h): no exception crosses into nginx.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,7 +134,13 @@ int rrl_lease_call_learn(const rrl_call_limit_t* limit,
                                    limit->lease_back_at, now_us);
         } else if (how == RRL_LEASE_CALL_PASSED ||
                    (how == RRL_LEASE_CALL_REJECTED && !result->passed)) {
-            event = rrl::lease_learn(l, entry, *result, limit->lease_granted,
+            // the entry dropped (the table full) while the grant was in
+            // flight: the debt it owed is unknown, its extra units lapse
+            std::uint64_t granted = limit->lease_granted;
+            if (owner && entry->renewing_until_us == 0) {
+                granted = std::min(granted, limit->cost);
+            }
+            event = rrl::lease_learn(l, entry, *result, granted,
                                      limit->lease_ttl_us, redis_now_us,
                                      sent_us, now_us, owner);
         }

@@ -54,10 +54,12 @@ int rrl_lease_call_check(rrl_call_limit_t *limits,
  * Redis's answer for the limit, REJECTED and PASSED only) into its key's
  * entry: a pass's grant (limit->lease_granted) is added; the call's grant
  * in flight (lease_want > cost), if any, is over on every end, and the
- * debt it owed with it (nothing granted was kept); UNSENT puts the units
- * it was to give back into the entry again, while it is the same ended
- * lease. Returns the metrics' RRL_LEASE_* event (REFUSED when the limit
- * did not pass), -1: none.
+ * debt it owed with it (nothing granted was kept). A grant whose entry
+ * was dropped meanwhile (the table full: no grant in flight there any
+ * more) keeps none of its extra units: the debt it owed is lost with the
+ * entry. UNSENT puts the units it was to give back into the entry again,
+ * while it is the same ended lease. Returns the metrics' RRL_LEASE_* event
+ * (REFUSED when the limit did not pass), -1: none.
  */
 int rrl_lease_call_learn(const rrl_call_limit_t *limit,
     const rrl_limit_result_t *result, int how, rrl_lease_entry_t *entry,

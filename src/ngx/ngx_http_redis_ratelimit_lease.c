@@ -64,7 +64,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
         key.len = ctx->argvlen[RRL_CALL_KEY(i)];
 
         sn = ctx->call_limits[i].lease
-             ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, 0) : NULL;
+             ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, ask) : NULL;
         entries[i] = sn ? (rrl_lease_entry_t *) sn->entry : NULL;
     }
 
