@@ -160,6 +160,28 @@ sub monitor_stop {
 }
 
 ###########################################################################
+# the client goes away while its call is in flight: its answer is dropped,
+# and its grant is no longer in flight
+
+{
+    is($n->get('/la/?k=g&c=1')->{status}, 200, 'key g: a lease');
+    sleep 0.2;
+    $t->signal_redis('STOP');
+    $n->abort('/la/?k=g&c=100', 0.3);
+    $t->signal_redis('CONT');
+    sleep 0.3;
+    my $mon = monitor_start();
+    my $r = $n->get('/la/?k=g&c=100');
+    my @fields = monitor_stop($mon);
+    is($r->{status}, 200, 'after a client gone with its call in flight: 200')
+        or diag("$r->{status} $r->{h}{'x-rl-status'} @fields");
+    my ($c, $w) = split /:/, $fields[0] // '';
+    is($c, 100, 'its call: cost 100') or diag("@fields");
+    cmp_ok($w // 0, '>', 100,
+        'and a lease: the gone client\'s grant is not in flight');
+}
+
+###########################################################################
 # Redis stopped: a call not made gives its units back to the entry
 
 {
