@@ -169,6 +169,20 @@ TEST(LeaseCallCheck, AnExactLimitSendsTheRequestToRedisForItsCostAlone) {
     EXPECT_EQ(e.units, 0u);
 }
 
+// the same class: a cost over the largest lease (10% of 1000 here) is
+// never decided from a lease (a server holds at most that much)
+TEST(LeaseCallCheck, ACostOverTheLargestLeaseAsksForItselfAlone) {
+    std::vector<rrl_call_limit_t> l = {lease_limit(101)};
+    rrl_lease_entry_t e = alive(l[0], 100);
+    ASSERT_EQ(check(l, {&e}, 1).rc, RRL_LEASE_ASK);
+    EXPECT_EQ(l[0].lease_want, 101u);
+    EXPECT_EQ(e.renewing_until_us, 0);
+    std::vector<rrl_call_limit_t> m = {lease_limit(100)};
+    rrl_lease_entry_t f = alive(m[0], 10);
+    ASSERT_EQ(check(m, {&f}, 1).rc, RRL_LEASE_ASK);
+    EXPECT_GT(m[0].lease_want, 100u);
+}
+
 // issue 25: asking is after the deny cache, which may answer the request
 // without a call: a check without ask takes nothing back and marks nothing
 TEST(LeaseCallCheck, AskOnlyAsksAndAnEndedLeaseWaitsForIt) {
@@ -329,8 +343,8 @@ TEST(LeaseCallLearn, ACallNeverSentGivesTheUnitsBackToTheEntry) {
     ASSERT_EQ(e.renewing_until_us, kNow + kTimeout);
 
     rrl_lease_entry_t failed = e;
-    EXPECT_EQ(rrl_lease_call_learn(&l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e,
-                                   0, kNow, kNow),
+    EXPECT_EQ(rrl_lease_call_learn(&l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e, 0,
+                                   kNow, kNow),
               -1);
     EXPECT_EQ(e.units, 4u);
     EXPECT_EQ(e.renewing_until_us, 0);

@@ -117,7 +117,6 @@ TEST(LeaseZoneConf, ASizeOfAtLeastEightPages) {
     EXPECT_EQ(size, 10u * 1024 * 1024);
 }
 
-
 int c_word(rrl_conf_t* conf, const char* word) {
     return rrl_conf_word(conf, word, std::strlen(word));
 }

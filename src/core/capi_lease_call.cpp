@@ -41,7 +41,7 @@ void renewed(void*, void* data) {
               rrl_call_reply_decode(rn->values, rn->result.nvalues, &rn->limit,
                                     1, &result, &decision) == RRL_OK;
 
-    int how = !ok              ? RRL_LEASE_CALL_FAILED
+    int how = !ok             ? RRL_LEASE_CALL_FAILED
               : result.passed ? RRL_LEASE_CALL_PASSED
                               : RRL_LEASE_CALL_REJECTED;
 
@@ -61,11 +61,15 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
         std::vector<rrl_lease_limit_t> l;
-        std::size_t leased = 0;
+        std::size_t leased = 0, leasable = 0;
 
         for (std::size_t i = 0; i < n; i++) {
             l.push_back(lease_limit(limits[i], limits[i].cost));
             if (limits[i].lease != 0) leased++;
+            // a server never holds more than the largest lease
+            if (limits[i].lease != 0 && l[i].cost <= rrl::lease_most(l[i])) {
+                leasable++;
+            }
             renew[i] = 0;
         }
         if (leased == 0) return RRL_LEASE_NONE;
@@ -101,7 +105,7 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
             // come meanwhile ask for their cost alone, so that a server's
             // concurrent requests do not each take a lease
             bool in_flight = e != nullptr && e->renewing_until_us > now_us;
-            if (leased < n) {
+            if (leasable < n) {
                 rrl::lease_take_back(l[i], e, now_us, &c.lease_back,
                                      &c.lease_back_at);
                 c.lease_want = c.cost;
@@ -141,8 +145,8 @@ int rrl_lease_call_learn(const rrl_call_limit_t* limit,
                 granted = std::min(granted, limit->cost);
             }
             event = rrl::lease_learn(l, entry, *result, granted,
-                                     limit->lease_ttl_us, redis_now_us,
-                                     sent_us, now_us, owner);
+                                     limit->lease_ttl_us, redis_now_us, sent_us,
+                                     now_us, owner);
         }
         if (owner) rrl_lease_renewal_failed(entry);
         return event;

@@ -253,9 +253,9 @@ void lease_take_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     }
 }
 
-void lease_untake_back(const rrl_lease_limit_t& limit,
-                       rrl_lease_entry_t* entry, std::uint64_t back,
-                       std::int64_t back_at, std::int64_t now_us) {
+void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                       std::uint64_t back, std::int64_t back_at,
+                       std::int64_t now_us) {
     // a grant since made another lease: the units stay taken (strict)
     if (back == 0 || !lease_same_zone(limit, *entry) ||
         entry->taken_at_us != back_at || now_us < entry->lease_end_us) {

@@ -99,9 +99,9 @@ void lease_take_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
 // The units lease_take_back() took, back into the entry, for a call never
 // sent: while it is the same lease (taken_at_us), ended, of the zone.
-void lease_untake_back(const rrl_lease_limit_t& limit,
-                       rrl_lease_entry_t* entry, std::uint64_t back,
-                       std::int64_t back_at, std::int64_t now_us);
+void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                       std::uint64_t back, std::int64_t back_at,
+                       std::int64_t now_us);
 
 // owner: the call's grant is the one in flight for the key, which owes the
 // entry's debt (lease_settle()); another call's grant owes nothing.

@@ -31,9 +31,10 @@ extern "C" {
  * deny cache, which may answer it without a call), ASK: each lease limit's
  * lease_want, lease_back and lease_back_at are set: an ended lease's units
  * go back with the call; it wants its cost alone when some limit of the
- * request has no lease= (such a request is never decided from leases,
- * and a lease would be units no request of its location uses) or while a
- * grant beyond a cost is in flight for its entry; else a lease too, and
+ * request has no lease= or a cost over its largest lease (such a request
+ * is never decided from leases, and a lease would be units no request of
+ * its location uses) or while a grant beyond a cost is in flight for its
+ * entry; else a lease too, and
  * this call's grant is the one in flight (lease_want > cost), until
  * renew_timeout_us or its end (rrl_lease_call_learn()).
  */
