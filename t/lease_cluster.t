@@ -11,6 +11,10 @@
 #   less the 4 (its unit of the rejected request was given back by the
 #   release form; the extra units that call leased stay taken: strict),
 #   and neither state ever counts over its limit. No MOVED, no ASK.
+# - a lease zone (lease=30%) beside a zone without lease= in one location
+#   (issue 25, item 2): 60 requests 4 at a time on one key within one
+#   10 s window: 30 pass, as the zone alone (21 before: every call asked
+#   for a lease no request of the location could use).
 
 use strict;
 use warnings;
@@ -34,6 +38,7 @@ is(scalar @P, 3, 'three primaries');
 my $ka = $c->key_on($P[0], 'ca', 'a');
 my $kb = $c->key_on($P[1], 'cb', 'b');
 my $ka2 = $c->key_on($P[0], 'ca', 'a', 1);
+my $kx = $c->key_on($P[2], 'cx', 'x');
 my @probe = map { '/probe/?a=' . $c->key_on($_, 'probe', 'p') } @P;
 
 my $n = $t->start_nginx(<<"EOF");
@@ -45,6 +50,8 @@ http {
     redis_ratelimit_zone \$arg_a zone=ca rate=10r/h algorithm=fixed_window lease=50%;
     redis_ratelimit_zone \$arg_b zone=cb rate=4r/h algorithm=fixed_window lease=50%;
     redis_ratelimit_zone \$arg_a zone=probe rate=1000000r/h;
+    redis_ratelimit_zone \$arg_a zone=cx rate=30r/10s algorithm=fixed_window lease=30%;
+    redis_ratelimit_zone \$arg_a zone=cexact rate=1000r/s;
 
     server {
         listen 127.0.0.1:%%PORT%% reuseport;
@@ -60,6 +67,11 @@ http {
             alias %%TESTDIR%%/html/;
             redis_ratelimit zone=ca;
             redis_ratelimit zone=cb;
+        }
+        location /mixc/ {
+            alias %%TESTDIR%%/html/;
+            redis_ratelimit zone=cx;
+            redis_ratelimit zone=cexact;
         }
         location /probe/ {
             alias %%TESTDIR%%/html/;
@@ -127,6 +139,21 @@ $c->reset_stats;
     ok($passed >= 1 && $passed <= 6,
         "ca alone afterwards: $passed pass, at most 10 - 4");
     cmp_ok(count_on($P[0], "rrl:{ca:$ka2}:fw"), '<=', 10, 'ca never counts over 10');
+}
+
+# a lease zone beside an exact one: the cost alone, 30 of 60 pass
+
+{
+    my ($now) = $c->cli($P[0], 'TIME');
+    sleep(10 - $now % 10 + 0.1) if 10 - $now % 10 < 6;
+    my @st;
+    for (1 .. 15) {
+        push @st, map { $_->{status} // 0 } $n->parallel(("/mixc/?a=$kx") x 4);
+    }
+    is(scalar(grep { $_ == 200 } @st), 30,
+        'a lease zone (30%) beside an exact one: 30 of 60 pass');
+    is(scalar(grep { $_ != 200 && $_ != 429 } @st), 0, '... the others 429');
+    is(count_on($P[2], "rrl:{cx:$kx}:fw"), 30, "... its primary counts 30");
 }
 
 {

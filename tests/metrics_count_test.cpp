@@ -18,6 +18,20 @@ TEST(MetricsCount, RequestsCountInTheirStatus) {
               -1);
 }
 
+// where a lease limit's request was decided: from leases, or after Redis
+// answered (a refusal then decided from leases too); not counted for the
+// deny cache's answers and failures, nor for a zone without lease=
+TEST(MetricsCount, LeaseRequestsFrom) {
+    const int lease = RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE;
+    const int redis = RRL_LEASE_EVENTS + RRL_LEASE_FROM_REDIS;
+    EXPECT_EQ(rrl_metrics_lease_counter(10, 1, 0), lease);
+    EXPECT_EQ(rrl_metrics_lease_counter(10, 0, 1), redis);
+    EXPECT_EQ(rrl_metrics_lease_counter(10, 1, 1), redis);
+    EXPECT_EQ(rrl_metrics_lease_counter(10, 0, 0), -1);
+    EXPECT_EQ(rrl_metrics_lease_counter(0, 1, 0), -1);
+    EXPECT_EQ(rrl_metrics_lease_counter(0, 0, 1), -1);
+}
+
 TEST(MetricsCount, ARejectionCountsInTheZonesThatRejected) {
     EXPECT_EQ(rrl_metrics_request_counter(2, 1, 1, 1), -1);  // this passed
     EXPECT_EQ(rrl_metrics_request_counter(2, 1, 1, 0), 1);

@@ -92,6 +92,29 @@ TEST(LocalZoneConf, Errors) {
               "invalid value \"local_zone=redis_ratelimit_deny:1m\" in "
               "\"redis_ratelimit_fail\" directive, zone "
               "\"redis_ratelimit_deny\" is the module's own");
+    // issue 25: the lease table's too
+    EXPECT_EQ(local_error("local_zone=redis_ratelimit_lease:1m"),
+              "invalid value \"local_zone=redis_ratelimit_lease:1m\" in "
+              "\"redis_ratelimit_fail\" directive, zone "
+              "\"redis_ratelimit_lease\" is the module's own");
+}
+
+// issue 25 (R2): "redis_ratelimit_lease_zone SIZE", the lease table's
+// size: at least min_size (8 pages), as nginx's zones
+TEST(LeaseZoneConf, ASizeOfAtLeastEightPages) {
+    std::uint64_t size = 7;
+    constexpr const char* kLease = "redis_ratelimit_lease_zone";
+    EXPECT_EQ(rrl::lease_zone_conf(size, kLease, "32k", kMin, kParse), "");
+    EXPECT_EQ(size, kMin);
+    EXPECT_EQ(rrl::lease_zone_conf(size, kLease, "10m", kMin, kParse), "");
+    EXPECT_EQ(size, 10u * 1024 * 1024);
+    for (const char* bad : {"16k", "0", "off", "lots", ""}) {
+        EXPECT_EQ(rrl::lease_zone_conf(size, kLease, bad, kMin, kParse),
+                  "invalid zone size \"" + std::string(bad) +
+                      "\" in \"redis_ratelimit_lease_zone\" directive, it "
+                      "must be at least 32k");
+    }
+    EXPECT_EQ(size, 10u * 1024 * 1024);
 }
 
 int c_word(rrl_conf_t* conf, const char* word) {
@@ -147,6 +170,22 @@ TEST(ShmConfCApi, LocalZoneOfFail) {
     EXPECT_STREQ(conf.err,
                  "invalid value \"local_zone=l\" in \"redis_ratelimit_fail\" "
                  "directive, it must be local_zone=NAME:SIZE");
+}
+
+TEST(ShmConfCApi, LeaseZone) {
+    rrl_conf_t conf;
+    rrl_conf_init(&conf, RRL_CONF_VALUE, "redis_ratelimit_lease_zone");
+    conf.parse_size = parse_size;
+    conf.min_size = kMin;
+    EXPECT_EQ(c_word(&conf, "64k"), RRL_OK);
+    EXPECT_EQ(rrl_conf_done(&conf), RRL_OK);
+    EXPECT_EQ(conf.u.value, 64u * 1024);
+    EXPECT_EQ(c_word(&conf, "1k"), RRL_ERROR);
+    EXPECT_STREQ(conf.err,
+                 "invalid zone size \"1k\" in \"redis_ratelimit_lease_zone\" "
+                 "directive, it must be at least 32k");
+    EXPECT_EQ(RRL_CONF_LEASE_SIZE, 10 * 1024 * 1024);
+    EXPECT_STREQ(RRL_CONF_LEASE_ZONE, "redis_ratelimit_lease");
 }
 
 }  // namespace

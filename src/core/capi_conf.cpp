@@ -23,7 +23,8 @@ static_assert(static_cast<int>(rrl::ServerMode::single) == RRL_SERVER_SINGLE &&
                   RRL_SERVER_SENTINEL);
 
 static_assert(rrl::metrics_zone_name == RRL_CONF_METRICS_ZONE &&
-              rrl::deny_zone_name == RRL_CONF_DENY_ZONE);
+              rrl::deny_zone_name == RRL_CONF_DENY_ZONE &&
+              rrl::lease_zone_name == RRL_CONF_LEASE_ZONE);
 
 namespace {
 

@@ -1,10 +1,12 @@
 // The C API of the lease rules on call limits, and renewals
 // (rrl_lease_call.h): no exception crosses into nginx.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "capi.hpp"
+#include "lease.hpp"
 #include "rrl_lease_call.h"
 
 using rrl::capi::guarded;
@@ -39,9 +41,13 @@ void renewed(void*, void* data) {
               rrl_call_reply_decode(rn->values, rn->result.nvalues, &rn->limit,
                                     1, &result, &decision) == RRL_OK;
 
+    int how = !ok             ? RRL_LEASE_CALL_FAILED
+              : result.passed ? RRL_LEASE_CALL_PASSED
+                              : RRL_LEASE_CALL_REJECTED;
+
     rn->learned(rn->arg, rn->argv[RRL_CALL_KEY(0)],
-                rn->argvlen[RRL_CALL_KEY(0)], &rn->limit,
-                ok ? &result : nullptr, rn->values[1], rn->sent);
+                rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, &result, how,
+                rn->values[1], rn->sent);
 }
 
 }  // namespace
@@ -55,21 +61,30 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
         std::vector<rrl_lease_limit_t> l;
-        std::size_t leased = 0;
+        std::size_t leased = 0, leasable = 0;
 
         for (std::size_t i = 0; i < n; i++) {
             l.push_back(lease_limit(limits[i], limits[i].cost));
             if (limits[i].lease != 0) leased++;
+            // a server never holds more than the largest lease
+            if (limits[i].lease != 0 && l[i].cost <= rrl::lease_most(l[i])) {
+                leasable++;
+            }
             renew[i] = 0;
         }
         if (leased == 0) return RRL_LEASE_NONE;
 
-        std::vector<int> flags(n, 0);
-
-        if (leased == n &&
-            rrl_lease_decide(l.data(), entries, n, now_us, wall_us,
-                             renew_timeout_us, values, flags.data())) {
+        if (!ask) {
+            std::vector<int> flags(n, 0);
+            if (leased < n ||
+                !rrl_lease_decide(l.data(), entries, n, now_us, wall_us,
+                                  renew_timeout_us, values, flags.data())) {
+                return RRL_LEASE_NONE;
+            }
             for (std::size_t i = 0; i < n; i++) {
+                // a settlement's T: the time Redis knows this lease's
+                // charge by
+                limits[i].settle_at_us = entries[i]->taken_at_us;
                 if (!flags[i]) continue;
                 // a renewal asks at no cost; what it wants is all lease
                 rrl_lease_limit_t r = lease_limit(limits[i], 0);
@@ -77,27 +92,30 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
                 std::int64_t back_at = 0;
                 rrl_lease_want(&r, entries[i], now_us, wall_us, &renew[i],
                                &back, &back_at);
-            }
-            // a settlement's T: the time Redis knows this lease's charge by
-            for (std::size_t i = 0; i < n; i++) {
-                limits[i].settle_at_us = entries[i]->taken_at_us;
+                if (renew[i] == 0) entries[i]->renewing_until_us = 0;
             }
             return RRL_LEASE_DECIDED;
         }
-        if (!ask) return RRL_LEASE_NONE;
 
         for (std::size_t i = 0; i < n; i++) {
-            if (limits[i].lease == 0) continue;
+            rrl_call_limit_t& c = limits[i];
             rrl_lease_entry_t* e = entries[i];
+            if (c.lease == 0) continue;
             // one grant beyond the cost in flight at a time: requests that
             // come meanwhile ask for their cost alone, so that a server's
             // concurrent requests do not each take a lease
             bool in_flight = e != nullptr && e->renewing_until_us > now_us;
-            rrl_lease_want(&l[i], e, now_us, wall_us, &limits[i].lease_want,
-                           &limits[i].lease_back, &limits[i].lease_back_at);
+            if (leasable < n) {
+                rrl::lease_take_back(l[i], e, now_us, &c.lease_back,
+                                     &c.lease_back_at);
+                c.lease_want = c.cost;
+                continue;
+            }
+            rrl_lease_want(&l[i], e, now_us, wall_us, &c.lease_want,
+                           &c.lease_back, &c.lease_back_at);
             if (in_flight) {
-                limits[i].lease_want = limits[i].cost;
-            } else if (e != nullptr) {
+                c.lease_want = c.cost;
+            } else if (e != nullptr && c.lease_want > c.cost) {
                 e->renewing_until_us = now_us + renew_timeout_us;
             }
         }
@@ -106,21 +124,33 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
 }
 
 int rrl_lease_call_learn(const rrl_call_limit_t* limit,
-                         const rrl_limit_result_t* result,
+                         const rrl_limit_result_t* result, int how,
                          rrl_lease_entry_t* entry, int64_t redis_now_us,
                          int64_t sent_us, int64_t now_us) noexcept {
-    if (result == nullptr || !result->passed) {
-        rrl_lease_renewal_failed(entry);
-        return result == nullptr ? -1 : RRL_LEASE_REFUSED;
-    }
+    return guarded("a lease's answer", -1, [&] {
+        rrl_lease_limit_t l = lease_limit(*limit, limit->cost);
+        // this call's grant was the one in flight: over, whatever the end
+        bool owner = limit->lease_want > limit->cost;
+        int event = -1;
 
-    rrl_lease_limit_t l = lease_limit(*limit, limit->cost);
-    int event =
-        rrl_lease_learn(&l, entry, result, limit->lease_granted,
-                        limit->lease_ttl_us, redis_now_us, sent_us, now_us);
-    // the grant in flight (a request's or a renewal's) has landed
-    entry->renewing_until_us = 0;
-    return event;
+        if (how == RRL_LEASE_CALL_UNSENT) {
+            rrl::lease_untake_back(l, entry, limit->lease_back,
+                                   limit->lease_back_at, now_us);
+        } else if (how == RRL_LEASE_CALL_PASSED ||
+                   (how == RRL_LEASE_CALL_REJECTED && !result->passed)) {
+            // the entry dropped (the table full) while the grant was in
+            // flight: the debt it owed is unknown, its extra units lapse
+            std::uint64_t granted = limit->lease_granted;
+            if (owner && entry->renewing_until_us == 0) {
+                granted = std::min(granted, limit->cost);
+            }
+            event = rrl::lease_learn(l, entry, *result, granted,
+                                     limit->lease_ttl_us, redis_now_us, sent_us,
+                                     now_us, owner);
+        }
+        if (owner) rrl_lease_renewal_failed(entry);
+        return event;
+    });
 }
 
 int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,
@@ -161,8 +191,8 @@ int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,
                             renewed, rn.get(), rn.get()) == nullptr) {
             // not made: at once, so that none is in flight any more
             learned(arg, rn->argv[RRL_CALL_KEY(0)],
-                    rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, nullptr, 0,
-                    sent_us);
+                    rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, nullptr,
+                    RRL_LEASE_CALL_UNSENT, 0, sent_us);
             return (Renewal*)nullptr;
         }
         return rn.release();

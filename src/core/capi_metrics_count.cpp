@@ -17,6 +17,13 @@ int rrl_metrics_override_counter(int override, int replied) noexcept {
     return counter ? static_cast<int>(*counter) : -1;
 }
 
+int rrl_metrics_lease_counter(unsigned lease, int leased,
+                              int replied) noexcept {
+    auto counter =
+        rrl::metrics_lease_counter(lease != 0, leased != 0, replied != 0);
+    return counter ? static_cast<int>(*counter) : -1;
+}
+
 void rrl_metrics_zone_counts(rrl_metrics_zone_t* z,
                              const uint64_t* counters) noexcept {
     std::copy_n(counters, RRL_METRICS_STATUSES, z->requests);

@@ -226,14 +226,7 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     // asked for on its own
     std::uint64_t size = lease_size(limit, lease_rate(*entry, now_us), wall_us);
     count_demand(entry, limit.cost, now_us);
-
-    if (now_us >= entry->lease_end_us && entry->units > 0) {
-        if (limit.algorithm != RRL_FIXED_WINDOW) {
-            *back = entry->units;
-            *back_at = entry->taken_at_us;
-        }
-        entry->units = 0;
-    }
+    lease_take_back(limit, entry, now_us, back, back_at);
 
     // a server holds at most the largest lease: the undershoot's bound
     std::uint64_t most = lease_most(limit);
@@ -244,13 +237,40 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     *want = add_sat(limit.cost, size);
 }
 
+void lease_take_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                     std::int64_t now_us, std::uint64_t* back,
+                     std::int64_t* back_at) {
+    *back = 0;
+    *back_at = 0;
+    if (entry == nullptr || !lease_same_zone(limit, *entry)) return;
+
+    if (now_us >= entry->lease_end_us && entry->units > 0) {
+        if (limit.algorithm != RRL_FIXED_WINDOW) {
+            *back = entry->units;
+            *back_at = entry->taken_at_us;
+        }
+        entry->units = 0;
+    }
+}
+
+void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                       std::uint64_t back, std::int64_t back_at,
+                       std::int64_t now_us) {
+    // a grant since made another lease: the units stay taken (strict)
+    if (back == 0 || !lease_same_zone(limit, *entry) ||
+        entry->taken_at_us != back_at || now_us < entry->lease_end_us) {
+        return;
+    }
+    entry->units = add_sat(entry->units, back);
+}
+
 int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 const rrl_limit_result_t& result, std::uint64_t granted,
                 std::int64_t ttl_us, std::int64_t redis_now_us,
-                std::int64_t sent_us, std::int64_t now_us) {
+                std::int64_t sent_us, std::int64_t now_us, bool owner) {
     if (result.passed == 0) {
         if (limit.cost == 0) entry->renewing_until_us = 0;
-        entry->owed = 0;
+        if (owner) entry->owed = 0;
         return RRL_LEASE_REFUSED;
     }
 
@@ -258,8 +278,10 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 
     std::uint64_t extra = granted > limit.cost ? granted - limit.cost : 0;
     // a debt sent to Redis after this grant was counted: its units first
-    extra -= std::min(extra, entry->owed);
-    entry->owed = 0;
+    if (owner) {
+        extra -= std::min(extra, entry->owed);
+        entry->owed = 0;
+    }
     std::int64_t end = sent_us + ttl_us - RRL_LEASE_MARGIN_US;
     int event;
 

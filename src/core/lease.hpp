@@ -90,10 +90,25 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 std::int64_t now_us, std::int64_t wall_us, std::uint64_t* want,
                 std::uint64_t* back, std::int64_t* back_at);
 
+// lease_want()'s giving back alone: an ended lease's units (none for
+// fixed_window, nor another zone's entry) go with the call, the entry's
+// units are 0. No demand is counted: a call that asks for no lease.
+void lease_take_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                     std::int64_t now_us, std::uint64_t* back,
+                     std::int64_t* back_at);
+
+// The units lease_take_back() took, back into the entry, for a call never
+// sent: while it is the same lease (taken_at_us), ended, of the zone.
+void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
+                       std::uint64_t back, std::int64_t back_at,
+                       std::int64_t now_us);
+
+// owner: the call's grant is the one in flight for the key, which owes the
+// entry's debt (lease_settle()); another call's grant owes nothing.
 int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 const rrl_limit_result_t& result, std::uint64_t granted,
                 std::int64_t ttl_us, std::int64_t redis_now_us,
-                std::int64_t sent_us, std::int64_t now_us);
+                std::int64_t sent_us, std::int64_t now_us, bool owner = true);
 
 void lease_renewal_failed(rrl_lease_entry_t* entry);
 

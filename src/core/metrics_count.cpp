@@ -2,6 +2,7 @@
 
 #include "error_reply.hpp"
 #include "rrl_call_args.h"
+#include "rrl_lease.h"
 
 namespace rrl {
 
@@ -21,6 +22,13 @@ std::optional<std::size_t> metrics_override_counter(int override,
         return std::nullopt;
     }
     return static_cast<std::size_t>(override - RRL_OVERRIDE_RATE);
+}
+
+std::optional<std::size_t> metrics_lease_counter(bool lease, bool leased,
+                                                 bool replied) {
+    if (!lease || (!leased && !replied)) return std::nullopt;
+    return RRL_LEASE_EVENTS +
+           (replied ? RRL_LEASE_FROM_REDIS : RRL_LEASE_FROM_LEASE);
 }
 
 std::optional<int> metrics_reply_error(bool replied, bool array,

@@ -20,6 +20,9 @@ std::optional<std::size_t> metrics_request_counter(unsigned status,
 std::optional<std::size_t> metrics_override_counter(int override,
                                                     bool replied);
 
+std::optional<std::size_t> metrics_lease_counter(bool lease, bool leased,
+                                                 bool replied);
+
 // error: an error reply's text, nullopt for another reply
 std::optional<int> metrics_reply_error(bool replied, bool array,
                                        std::optional<std::string_view> error);

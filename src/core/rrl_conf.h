@@ -119,6 +119,9 @@ typedef struct {
 /* the module's own zones, and the default local one */
 #define RRL_CONF_METRICS_ZONE  "redis_ratelimit_metrics"
 #define RRL_CONF_DENY_ZONE     "redis_ratelimit_deny"
+/* the lease table's, and its size without "redis_ratelimit_lease_zone" */
+#define RRL_CONF_LEASE_ZONE    "redis_ratelimit_lease"
+#define RRL_CONF_LEASE_SIZE    (10 * 1024 * 1024)
 
 
 /* one directive being parsed */
@@ -129,9 +132,9 @@ typedef struct {
 #define RRL_CONF_FAIL    3
 /*
  * the first word, to u.value, of a directive known by name (value_conf):
- * "redis_ratelimit_status", "..._deny_cache" (0: off), "..._headers"
- * (RRL_SHOW_* bits), "..._fail" (RRL_FAIL_*), "..._log_level" (0: info,
- * 1: notice, 2: warn, 3: error)
+ * "redis_ratelimit_status", "..._deny_cache" (0: off), "..._lease_zone",
+ * "..._headers" (RRL_SHOW_* bits), "..._fail" (RRL_FAIL_*), "..._log_level"
+ * (0: info, 1: notice, 2: warn, 3: error)
  */
 #define RRL_CONF_VALUE   4
 

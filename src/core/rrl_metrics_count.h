@@ -30,6 +30,17 @@ int rrl_metrics_request_counter(unsigned status, int rejected, int decided,
 int rrl_metrics_override_counter(int override, int replied) RRL_NOEXCEPT;
 
 /*
+ * The counter (in a zone's lease family, RRL_METRICS_ZONE_LEASES) a lease
+ * limit (lease: P of lease=P%, 0: none) of a decided request counts in, -1:
+ * none: RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE when decided from leases
+ * (leased) without Redis, + RRL_LEASE_FROM_REDIS when Redis answered
+ * (replied; a refusal then decided from leases included); neither (the deny
+ * cache's answer, a failure): none.
+ */
+int rrl_metrics_lease_counter(unsigned lease, int leased, int replied)
+    RRL_NOEXCEPT;
+
+/*
  * A zone's counters in one array, as the shim keeps them: its requests (by
  * rrl_metrics_request_counter()), then from these offsets its override kinds
  * (rrl_metrics_override_counter()), its lease events and lease requests'

@@ -36,6 +36,20 @@ std::string deny_cache_conf(std::uint64_t& size, std::string_view directive,
     return "";
 }
 
+std::string lease_zone_conf(std::uint64_t& size, std::string_view directive,
+                            std::string_view value, std::uint64_t min_size,
+                            const SizeParser& parse_size) {
+    std::optional<std::uint64_t> parsed = parse_size(value);
+    if (!parsed || *parsed < min_size) {
+        return "invalid zone size " + quoted(value) + " in " +
+               quoted(directive) + " directive, it must be at least " +
+               kilobytes(min_size);
+    }
+
+    size = *parsed;
+    return "";
+}
+
 std::string local_zone_conf(LocalZoneConf& zone, std::string_view directive,
                             std::string_view word, std::uint64_t min_size,
                             const SizeParser& parse_size) {
@@ -62,7 +76,8 @@ std::string local_zone_conf(LocalZoneConf& zone, std::string_view directive,
                kilobytes(min_size);
     }
 
-    if (zone.name == metrics_zone_name || zone.name == deny_zone_name) {
+    if (zone.name == metrics_zone_name || zone.name == deny_zone_name ||
+        zone.name == lease_zone_name) {
         return invalid_value(word, directive) + "zone " + quoted(zone.name) +
                " is the module's own";
     }

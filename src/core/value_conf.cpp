@@ -61,6 +61,9 @@ std::string value_conf(std::uint64_t& value, std::string_view directive,
     if (directive == "redis_ratelimit_deny_cache") {
         return deny_cache_conf(value, directive, word, min_size, parse_size);
     }
+    if (directive == "redis_ratelimit_lease_zone") {
+        return lease_zone_conf(value, directive, word, min_size, parse_size);
+    }
     if (directive == "redis_ratelimit_headers") {
         return choice(value, directive, word,
                       {"off", "legacy", "draft", "both"});

@@ -1,5 +1,6 @@
 // The directives of one word, known by name: "redis_ratelimit_status
-// CODE", "redis_ratelimit_deny_cache off|SIZE" and the choices of
+// CODE", "redis_ratelimit_deny_cache off|SIZE", "redis_ratelimit_lease_zone
+// SIZE" and the choices of
 // "redis_ratelimit_headers", "redis_ratelimit_fail" (its mode) and
 // "redis_ratelimit_log_level", matched as nginx's enum slots match them.
 #pragma once

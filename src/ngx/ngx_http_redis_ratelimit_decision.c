@@ -46,20 +46,23 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
                                      result->node ? (u_char *) result->node
                                                   : rmcf->server.data,
                                      result->error_len, result->error);
-        return RRL_OUTCOME_FAILED;
     }
 
-    if (rrl_call_reply_decode(result->values, result->nvalues,
-                              ctx->call_limits, ctx->nlimits,
-                              ctx->limit_results, &ctx->decision)
-        != RRL_OK)
+    if (result->rc != RRL_OK
+        || rrl_call_reply_decode(result->values, result->nvalues,
+                                 ctx->call_limits, ctx->nlimits,
+                                 ctx->limit_results, &ctx->decision)
+           != RRL_OK)
     {
-        /* the core has logged what was wrong with the reply */
+        /* the core has logged what was wrong with a reply */
+        ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_FAILED);
         return RRL_OUTCOME_FAILED;
     }
 
     /* Redis's own reply (not the leases'): refused, then decided anew */
-    if (ctx->replied && ngx_http_redis_ratelimit_lease_learn(r, ctx) == NGX_OK
+    if (ctx->replied
+        && ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_PASSED)
+           == NGX_OK
         && rrl_call_reply_decode(result->values, result->nvalues,
                                  ctx->call_limits, ctx->nlimits,
                                  ctx->limit_results, &ctx->decision)

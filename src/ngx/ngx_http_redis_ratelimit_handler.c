@@ -11,7 +11,6 @@
 #include <ngx_http.h>
 
 #include "ngx_http_redis_ratelimit_module.h"
-#include "rrl_call_args.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_NEW      0
@@ -126,7 +125,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         /* read before the call: a rejection learned from it ends by Redis's */
         ctx->sent = ngx_http_redis_ratelimit_clock();
 
-        rc = ngx_http_redis_ratelimit_lease_check(r, ctx, 1);
+        rc = ngx_http_redis_ratelimit_lease_check(r, ctx, 0);
 
         if (rc != NGX_DECLINED) {
             /* decided from leases, as by a reply of Redis's (or failed) */
@@ -136,14 +135,19 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
             outcome = RRL_OUTCOME_CACHED;
 
         } else {
-            ctx->call = ngx_http_redis_ratelimit_call(r, ctx,
-                                                ngx_http_redis_ratelimit_done);
+            /* what the leases ask of the call: given back once it is made */
+            ctx->call = (ngx_http_redis_ratelimit_lease_check(r, ctx, 1)
+                         == NGX_DECLINED)
+                        ? ngx_http_redis_ratelimit_call(r, ctx,
+                                                ngx_http_redis_ratelimit_done)
+                        : NULL;
             if (ctx->call) {
                 ctx->state = NGX_HTTP_REDIS_RATELIMIT_WAITING;
                 ngx_http_redis_ratelimit_park(r);
                 return NGX_AGAIN;
             }
 
+            ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_UNSENT);
             outcome = RRL_OUTCOME_FAILED;
         }
     }
@@ -398,8 +402,9 @@ ngx_http_redis_ratelimit_ctx_cleanup(void *data)
     ngx_http_redis_ratelimit_ctx_t *ctx = data;
 
     if (ctx->call) {
-        /* the client went away with the reply in flight */
+        /* the client went away with the reply in flight: it is dropped */
         rrl_engine_detach(ctx->call);
+        ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_FAILED);
     }
 
     if (ctx->delay_timer.timer_set) {

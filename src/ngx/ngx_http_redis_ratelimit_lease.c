@@ -19,10 +19,11 @@
 
 static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     size_t key_len, const rrl_call_limit_t *limit,
-    const rrl_limit_result_t *result, int64_t redis_now, int64_t sent);
+    const rrl_limit_result_t *result, int how, int64_t redis_now,
+    int64_t sent);
 
 
-/* ask: when not decided, what each lease limit wants of Redis */
+/* ask: not decided here, what each lease limit wants of Redis's call */
 
 ngx_int_t
 ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
@@ -63,7 +64,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
         key.len = ctx->argvlen[RRL_CALL_KEY(i)];
 
         sn = ctx->call_limits[i].lease
-             ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, 0) : NULL;
+             ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, ask) : NULL;
         entries[i] = sn ? (rrl_lease_entry_t *) sn->entry : NULL;
     }
 
@@ -75,19 +76,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 
     ngx_http_redis_ratelimit_shm_unlock(shm);
 
-    for (i = 0; rc != RRL_LEASE_NONE && i < ctx->nlimits; i++) {
-        if (!ctx->call_limits[i].lease) {
-            continue;
-        }
-
-        if ((rc == RRL_LEASE_DECIDED && ask) || ctx->call_limits[i].lease_back) {
-            ngx_http_redis_ratelimit_metrics_count(ctx->limits[i]->zone,
-                                    RRL_METRICS_ZONE_LEASES,
-                                    (rc == RRL_LEASE_DECIDED)
-                                    ? RRL_LEASE_EVENTS + RRL_LEASE_FROM_LEASE
-                                    : RRL_LEASE_GIVEN_BACK);
-        }
-
+    for (i = 0; rc == RRL_LEASE_DECIDED && i < ctx->nlimits; i++) {
         if (renew[i]) {
             (void) rrl_lease_renew(ngx_http_redis_ratelimit_engine(),
                                    (char *) rmcf->script_sha1.data,
@@ -107,64 +96,54 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     }
 
     /* the arguments again, with what the lease limits want */
-    if (rc == RRL_LEASE_ASK
-        && rrl_call_args(ctx->args, ctx->args_size,
-                         (char *) rmcf->script_sha1.data,
-                         rmcf->script_sha1.len, ctx->call_limits,
-                         ctx->nlimits, ctx->argv, ctx->argvlen)
-           != RRL_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_DECLINED;
+    return (rc == RRL_LEASE_ASK
+            && rrl_call_args(ctx->args, ctx->args_size,
+                             (char *) rmcf->script_sha1.data,
+                             rmcf->script_sha1.len, ctx->call_limits,
+                             ctx->nlimits, ctx->argv, ctx->argvlen)
+               != RRL_OK)
+           ? NGX_ERROR : NGX_DECLINED;
 }
 
 
 /*
- * Redis's decoded reply to the request: its lease limits' grants. NGX_OK:
- * refused, then decided from the units that grants to this server's other
- * requests brought meanwhile (ctx->result holds the leases' reply).
+ * The end of the request's call (RRL_LEASE_CALL_*; PASSED: answered) for
+ * its lease limits, once on every path. NGX_OK: refused, then decided from
+ * the units that grants to this server's other requests brought meanwhile.
  */
 
 ngx_int_t
-ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx)
+ngx_http_redis_ratelimit_lease_learn(ngx_http_redis_ratelimit_ctx_t *ctx,
+    int how)
 {
     ngx_uint_t  i;
 
+    /* Redis's answer: all or nothing, as the request was decided */
+    how = (how == RRL_LEASE_CALL_PASSED && !ctx->decision.passed)
+          ? RRL_LEASE_CALL_REJECTED : how;
+
     for (i = 0; i < ctx->nlimits; i++) {
-        if (!ctx->call_limits[i].lease) {
-            continue;
-        }
-
-        ngx_http_redis_ratelimit_metrics_count(ctx->limits[i]->zone,
-                                    RRL_METRICS_ZONE_LEASES,
-                                    RRL_LEASE_EVENTS + RRL_LEASE_FROM_REDIS);
-
-        /* all or nothing: Redis took no grant of a request it rejected */
-        if (ctx->decision.passed || !ctx->limit_results[i].passed) {
+        if (ctx->call_limits[i].lease) {
             ngx_http_redis_ratelimit_lease_learned(ctx->limits[i]->zone,
-                                                   ctx->argv[RRL_CALL_KEY(i)],
-                                                   ctx->argvlen[RRL_CALL_KEY(i)],
-                                                   &ctx->call_limits[i],
-                                                   &ctx->limit_results[i],
-                                                   ctx->result.values[1],
-                                                   ctx->sent);
+                ctx->argv[RRL_CALL_KEY(i)], ctx->argvlen[RRL_CALL_KEY(i)],
+                &ctx->call_limits[i], &ctx->limit_results[i], how,
+                ctx->result.values[1], ctx->sent);
         }
     }
 
-    return ctx->decision.passed ? NGX_DECLINED
-                                : ngx_http_redis_ratelimit_lease_check(r, ctx, 0);
+    return (how == RRL_LEASE_CALL_REJECTED)
+           ? ngx_http_redis_ratelimit_lease_check(ctx->owner, ctx, 0)
+           : NGX_DECLINED;
 }
 
 
-/* an answer for a lease limit (result NULL: the call failed) into its entry */
+/* the end of a call for a lease limit (rrl_lease_call_learn()) */
 
 static void
 ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     size_t key_len, const rrl_call_limit_t *limit,
-    const rrl_limit_result_t *result, int64_t redis_now, int64_t sent)
+    const rrl_limit_result_t *result, int how, int64_t redis_now,
+    int64_t sent)
 {
     int                                    event;
     int64_t                                now;
@@ -184,17 +163,19 @@ ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
     ngx_http_redis_ratelimit_shm_lock(shm);
 
     sn = ngx_http_redis_ratelimit_shm_get(shm, &name, now,
-                                          result && result->passed);
-    event = sn ? rrl_lease_call_learn(limit, result,
+                                          how == RRL_LEASE_CALL_PASSED);
+    event = sn ? rrl_lease_call_learn(limit, result, how,
                                       (rrl_lease_entry_t *) sn->entry,
                                       redis_now, sent, now)
                : -1;
 
     ngx_http_redis_ratelimit_shm_unlock(shm);
 
-    if (event >= 0) {
-        ngx_http_redis_ratelimit_metrics_count(arg, RRL_METRICS_ZONE_LEASES,
-                                               event);
-    }
+    /* a call answered gave back what it carried */
+    ngx_http_redis_ratelimit_metrics_count(arg, RRL_METRICS_ZONE_LEASES,
+                                           (how >= RRL_LEASE_CALL_REJECTED
+                                            && limit->lease_back)
+                                           ? RRL_LEASE_GIVEN_BACK : -1);
+    ngx_http_redis_ratelimit_metrics_count(arg, RRL_METRICS_ZONE_LEASES, event);
 }
 

@@ -199,6 +199,10 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
         ngx_http_redis_ratelimit_metrics_count(zone,
                                                RRL_METRICS_ZONE_OVERRIDES,
                                                counter);
+
+        ngx_http_redis_ratelimit_metrics_count(zone, RRL_METRICS_ZONE_LEASES,
+                    rrl_metrics_lease_counter(ctx->call_limits[i].lease,
+                                              ctx->leased, ctx->replied));
     }
 }
 

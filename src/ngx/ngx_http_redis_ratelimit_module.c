@@ -53,6 +53,13 @@ static ngx_command_t  ngx_http_redis_ratelimit_commands[] = {
       offsetof(ngx_http_redis_ratelimit_main_conf_t, deny_size),
       NULL },
 
+    { ngx_string("redis_ratelimit_lease_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_redis_ratelimit_set_value,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_redis_ratelimit_main_conf_t, lease_size),
+      NULL },
+
     { ngx_string("redis_ratelimit"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_redis_ratelimit_limit,
@@ -175,6 +182,7 @@ ngx_http_redis_ratelimit_create_main_conf(ngx_conf_t *cf)
     /* the rest is set by the directives, or stays 0 */
 
     conf->deny_size = NGX_CONF_UNSET_UINT;
+    conf->lease_size = NGX_CONF_UNSET_UINT;
 
     if (ngx_array_init(&conf->zones, cf->pool, 4,
                        sizeof(ngx_http_redis_ratelimit_zone_t))
@@ -218,12 +226,13 @@ ngx_http_redis_ratelimit_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    ngx_conf_init_uint_value(rmcf->lease_size, RRL_CONF_LEASE_SIZE);
     if (rmcf->leases) {
-        /* a reload keeps the entries: those of changed zones are none */
-        ngx_str_set(&name, NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME);
+        /* a reload of the same size keeps the entries: see lease_same_zone */
+        ngx_str_set(&name, RRL_CONF_LEASE_ZONE);
 
         rmcf->lease_zone = ngx_http_redis_ratelimit_shm_add(cf, &name,
-                               NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE,
+                               rmcf->lease_size,
                                &ngx_http_redis_ratelimit_module,
                                sizeof(ngx_http_redis_ratelimit_shm_t),
                                sizeof(rrl_lease_entry_t),

@@ -17,12 +17,9 @@
 #include "rrl_conf.h"
 #include "rrl_decision.h"
 #include "rrl_engine.h"
+#include "rrl_lease_call.h"
 #include "rrl_shown.h"
 
-
-/* the lease table's zone (the other zones' names: RRL_CONF_*_ZONE) */
-#define NGX_HTTP_REDIS_RATELIMIT_LEASE_NAME        "redis_ratelimit_lease"
-#define NGX_HTTP_REDIS_RATELIMIT_LEASE_SIZE        (10 * 1024 * 1024)
 
 /* a string of the core's configuration (rrl_conf_str_t), as nginx's */
 #define ngx_http_redis_ratelimit_str(s, cs)                                  \
@@ -74,6 +71,7 @@ typedef struct {
 
     ngx_shm_zone_t              *metrics_zone; /* NULL: no metrics */
     ngx_flag_t                   leases;      /* a zone has lease= */
+    ngx_uint_t                   lease_size;
     ngx_flag_t                   settle;      /* a limit has settle= */
     ngx_shm_zone_t              *lease_zone;
 
@@ -218,15 +216,15 @@ rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
 /*
- * lease: "lease=P%". NGX_OK: decided from the leases of every limit,
- * ctx->result holds the reply Redis would send. NGX_DECLINED: ask Redis
- * (with ask, the call's arguments carry what the lease limits want).
+ * lease: "lease=P%". Without ask, NGX_OK: decided from the leases of every
+ * limit, ctx->result holds the reply Redis would send. NGX_DECLINED: ask
+ * Redis (with ask, the call's arguments carry what the lease limits want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
-/* Redis's decoded reply: its grants; NGX_OK: refused, then decided anew */
-ngx_int_t ngx_http_redis_ratelimit_lease_learn(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx);
+/* a call asked ends (RRL_LEASE_CALL_*); NGX_OK: refused, decided anew */
+ngx_int_t ngx_http_redis_ratelimit_lease_learn(
+    ngx_http_redis_ratelimit_ctx_t *ctx, int how);
 
 /* local: "redis_ratelimit_fail local", decided in a shared memory zone */
 
