@@ -30,10 +30,10 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 
+use RRL::Monitor;
 use RRL::Test;
 
 my $t = RRL::Test->new;
@@ -192,37 +192,6 @@ sub fw_count {
     return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
 }
 
-# redis-cli MONITOR into a file, until stopped: every command Redis runs
-sub monitor_start {
-    my $file = $t->testdir . '/monitor.txt';
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open STDOUT, '>', $file or POSIX::_exit(1);
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec RRL::Test::redis_cli_binary(),
-            '-h', '127.0.0.1', '-p', $t->redis_port, 'MONITOR'; }
-        POSIX::_exit(127);
-    }
-    # MONITOR answers OK once it is on
-    my $deadline = time + 5;
-    sleep 0.02 while time < $deadline
-        && RRL::Test::read_file($file) !~ /OK/;
-    return [$pid, $file];
-}
-
-# stops it; the lease cost fields ("C:W:B:T") of the EVALSHA calls, in order
-sub monitor_stop {
-    my ($m) = @_;
-    sleep 0.1;
-    kill 'TERM', $m->[0];
-    waitpid($m->[0], 0);
-    my @fields;
-    for (split /\n/, RRL::Test::read_file($m->[1])) {
-        next unless /"EVALSHA"/i;
-        push @fields, /"(\d+:\d+:\d+:\d+)"/g;
-    }
-    return @fields;
-}
 
 my $H = 3600;
 my $w = $t->wait_window($H, 30) / $H - 1;
@@ -231,7 +200,7 @@ my $w = $t->wait_window($H, 30) / $H - 1;
 # a pass takes a lease
 
 {
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
 
     my $r = $n->get('/take/?key=a');
     is($r->{status}, 200, 'first request: 200');
@@ -269,7 +238,7 @@ my $w = $t->wait_window($H, 30) / $H - 1;
     is($r->{h}{'x-ratelimit-remaining'}, 0, 'the 11th request: Remaining 0');
     is(fw_count('rrl:{take:a}:fw'), 10, "Redis's count: the 10 that passed");
 
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+:\d+)"/);
     my ($lease, $redis) = from('take');
     is($lease + $redis, 11, 'every request counted once, from a lease or Redis');
     cmp_ok($lease, '>=', 1, "$lease requests decided from a lease");

@@ -24,10 +24,10 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 
+use RRL::Monitor;
 use RRL::Test;
 
 my $t = RRL::Test->new;
@@ -70,37 +70,6 @@ sub metric {
         // 0;
 }
 
-# redis-cli MONITOR into a file, until stopped
-sub monitor_start {
-    my $file = $t->testdir . '/monitor' . int(rand(1e9)) . '.txt';
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open STDOUT, '>', $file or POSIX::_exit(1);
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec RRL::Test::redis_cli_binary(),
-            '-h', '127.0.0.1', '-p', $t->redis_port, 'MONITOR'; }
-        POSIX::_exit(127);
-    }
-    my $deadline = time + 5;
-    sleep 0.02 while time < $deadline
-        && RRL::Test::read_file($file) !~ /OK/;
-    return [$pid, $file];
-}
-
-# the lease cost fields ("C:W:B:T") of the EVALSHA calls, in order
-sub monitor_stop {
-    my ($m) = @_;
-    sleep 0.1;
-    kill 'TERM', $m->[0];
-    waitpid($m->[0], 0);
-    my @fields;
-    for (split /\n/, RRL::Test::read_file($m->[1])) {
-        next unless /"EVALSHA"/i;
-        push @fields, /"(\d+:\d+:\d+:\d+)"/g;
-    }
-    return @fields;
-}
-
 ###########################################################################
 # item 5: a deny-cache hit takes nothing of an ended lease
 
@@ -117,7 +86,7 @@ sub monitor_stop {
     sleep($end - time + 0.1);
     my $given = metric('sw', 'given_back');
     my $cached = () = $n->grep_log(qr/by zone "sw" \(cached\)/);
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
     $r = $n->get('/sw/?k=a&c=9');
     is($r->{status}, 429, 'next window, cost 9: 429');
     ok($n->wait_log(qr/by zone "sw" \(cached\)/, $cached + 1, 2),
@@ -127,7 +96,7 @@ sub monitor_stop {
 
     $r = $n->get('/sw/?k=a&c=1');
     is($r->{h}{'x-rl-status'}, 'PASSED', 'then cost 1: PASSED');
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+:\d+)"/);
     is(scalar @fields, 1, 'one call: the cost 1 request\'s') or diag("@fields");
     my ($c, $w, $b) = split /:/, $fields[0] // '';
     is($b, 1, 'it gives the ended lease\'s unit back') or diag("@fields");
@@ -148,11 +117,11 @@ sub monitor_stop {
     sleep 0.3;    # renewals are in
     my $r = $n->get('/two/?k=b');
     is($r->{status}, 429, 'the third: 429 by lb');
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
     # more than la's units (a few), less than its largest lease (500)
     $r = $n->get('/la/?k=b&c=300');
     is($r->{status}, 200, 'la alone, cost 300: 200');
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+:\d+)"/);
     my ($c, $w) = split /:/, $fields[0] // '';
     is($c, 300, 'its call: cost 300') or diag("@fields");
     cmp_ok($w // 0, '>', 300,
@@ -170,9 +139,9 @@ sub monitor_stop {
     $n->abort('/la/?k=g&c=100', 0.3);
     $t->signal_redis('CONT');
     sleep 0.3;
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
     my $r = $n->get('/la/?k=g&c=100');
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+:\d+)"/);
     is($r->{status}, 200, 'after a client gone with its call in flight: 200')
         or diag("$r->{status} $r->{h}{'x-rl-status'} @fields");
     my ($c, $w) = split /:/, $fields[0] // '';
@@ -197,9 +166,9 @@ sub monitor_stop {
     $t->start_redis;
     ok($n->wait_log(qr/redis_ratelimit: connected to/, $connected + 1, 5),
         'Redis back');
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
     $r = $n->get('/sw/?k=c&c=1');
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+:\d+)"/);
     my (undef, undef, $b) = split /:/, $fields[0] // '';
     is($b, 1, 'the next call gives the unit back') or diag("@fields");
     is(metric('sw', 'given_back') - $given, 1, 'given_back: that call only');

@@ -18,10 +18,10 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 
+use RRL::Monitor;
 use RRL::Test;
 use RRL::Upstream;
 
@@ -92,36 +92,6 @@ sub fw_count {
     return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
 }
 
-# redis-cli MONITOR into a file until stopped
-sub monitor_start {
-    my $file = $t->testdir . '/monitor.txt';
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open STDOUT, '>', $file or POSIX::_exit(1);
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec RRL::Test::redis_cli_binary(),
-            '-h', '127.0.0.1', '-p', $t->redis_port, 'MONITOR'; }
-        POSIX::_exit(127);
-    }
-    my $deadline = time + 5;
-    sleep 0.02 while time < $deadline
-        && RRL::Test::read_file($file) !~ /OK/;
-    return [$pid, $file];
-}
-
-# stops it; the settle cost fields "E:A:T" seen in EVALSHA calls
-sub monitor_stop {
-    my ($mon) = @_;
-    sleep 0.1;
-    kill 'TERM', $mon->[0];
-    waitpid($mon->[0], 0);
-    my @fields;
-    for (split /\n/, RRL::Test::read_file($mon->[1])) {
-        next unless /"EVALSHA"/i;
-        push @fields, /"(\d+:\d+:\d+)"/g;
-    }
-    return @fields;
-}
 
 # requests of a key until one is rejected (at most $max); the passes
 sub until_rejected {
@@ -146,7 +116,7 @@ sub until_rejected {
 # refunds
 
 {
-    my $mon = monitor_start();
+    my $mon = RRL::Monitor->start($t);
     my ($passed, $max_count) = until_rejected('lz', 'a', 30, 60);
     ok($passed >= 20, "refunds: $passed pass, more than 10: the refunds count");
     ok($passed <= 31, "refunds: $passed pass, at most 31 (the budget)");
@@ -155,7 +125,7 @@ sub until_rejected {
         or diag(counts('lz'));
     sleep 0.2;
     ok(fw_count('rrl:{lz:a}:fw') <= 1000, 'refunds: Redis\'s count at most 1000 at the end');
-    my @fields = monitor_stop($mon);
+    my @fields = $mon->stop(qr/"(\d+:\d+:\d+)"/);
     my @bad = grep { !/^100:30:\d+$/ } @fields;
     is("@bad", '', 'refunds: every settlement sent is E 100, A 30');
     ok(@fields >= 1, 'refunds: the first (decided by Redis) settled in Redis ('
