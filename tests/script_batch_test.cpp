@@ -56,17 +56,7 @@ protected:
     std::vector<std::int64_t> batch(std::int64_t now_us,
                                     const std::vector<Request>& reqs,
                                     bool persist = false) {
-        Reply r = batch_raw(str(now_us), reqs, persist);
-        std::vector<std::int64_t> out;
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                             : "");
-        if (r->type != REDIS_REPLY_ARRAY) return out;
-        for (size_t i = 0; i < r->elements; i++) {
-            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER);
-            out.push_back(r->element[i]->integer);
-        }
-        return out;
+        return integers(batch_raw(str(now_us), reqs, persist));
     }
 
     // Every key's state, as the script left it (strings and sorted sets).

@@ -84,18 +84,6 @@ class BoundsTest : public ScriptFixture {
         return out;
     }
 
-    static Values values(const Reply& r) {
-        Values out;
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                             : "");
-        if (r->type != REDIS_REPLY_ARRAY) return out;
-        for (size_t i = 0; i < r->elements; i++) {
-            out.push_back(r->element[i]->integer);
-        }
-        return out;
-    }
-
     // The module's decoding of a reply: RRL_OK, and the limit's result.
     struct Decoded {
         int rc = RRL_ERROR;
@@ -115,7 +103,7 @@ class BoundsTest : public ScriptFixture {
     // A check of cost at now (committed on a pass), keys persisted.
     Decoded check(std::int64_t now, const Both& l, std::int64_t cost) {
         return decode(
-            values(evalsha_of(
+            integers(evalsha_of(
                 persisting_sha_, {l.script.key},
                 {str(now), l.script.algorithm, str(l.script.limit),
                  str(l.script.period_ms), str(l.script.burst), str(cost)})),
@@ -127,7 +115,7 @@ class BoundsTest : public ScriptFixture {
                    std::int64_t a, std::int64_t t,
                    const std::string& charged = "") {
         return decode(
-            values(evalsha_of(persisting_sha_, {l.script.key},
+            integers(evalsha_of(persisting_sha_, {l.script.key},
                               {"batch", str(now), "1", l.script.algorithm,
                                str(l.script.limit), str(l.script.period_ms),
                                str(l.script.burst), "s1", "1",
@@ -214,7 +202,7 @@ TEST_F(BoundsTest, TheIssuesTokenBucketDebtsStayWithinTheDecoder) {
         const Decoded r = check(kT + kS, l, c.e);
         ASSERT_EQ(r.rc, RRL_OK) << ::testing::PrintToString(r.raw);
         EXPECT_EQ(r.result.passed, 0);
-        EXPECT_GT(r.result.retry_after_us, 90 * 365 * 86400 * kS);
+        EXPECT_GT(r.result.retry_after_us, std::int64_t{90} * 365 * 86400 * kS);
         EXPECT_LE(pttl(l.script.key), static_cast<long long>(RRL_MAX_STATE_MS));
     }
 }

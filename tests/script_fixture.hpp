@@ -161,6 +161,20 @@ class ScriptFixture : public ::testing::Test {
         ASSERT_EQ(loaded_sha_, std::string(rrl_script_sha1()));
     }
 
+    // The integers of an array reply, asserting it is one of integers.
+    static std::vector<std::int64_t> integers(const Reply& r) {
+        std::vector<std::int64_t> out;
+        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
+            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
+                                             : "");
+        if (r->type != REDIS_REPLY_ARRAY) return out;
+        for (size_t i = 0; i < r->elements; i++) {
+            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER);
+            out.push_back(r->element[i]->integer);
+        }
+        return out;
+    }
+
     // EVALSHA with raw arguments (for the bad-argument tests).
     Reply evalsha(const std::vector<std::string>& keys,
                   const std::vector<std::string>& argv) {

@@ -143,19 +143,6 @@ class LeaseTest : public ScriptFixture {
         return c;
     }
 
-    std::vector<std::int64_t> integers(const Reply& r) {
-        std::vector<std::int64_t> out;
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                             : "");
-        if (r->type != REDIS_REPLY_ARRAY) return out;
-        for (size_t i = 0; i < r->elements; i++) {
-            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER);
-            out.push_back(r->element[i]->integer);
-        }
-        return out;
-    }
-
     // The batch form: every distinct zone once; the raw reply.
     Reply batch_raw(std::int64_t now,
                     const std::vector<std::vector<Arg>>& reqs) {

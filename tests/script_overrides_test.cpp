@@ -47,7 +47,7 @@ class OverridesTest : public ScriptFixture {
                         {l.algorithm, str(l.limit), str(l.period_ms),
                          str(l.burst), str(l.cost)});
         }
-        return values(evalsha(keys, argv));
+        return integers(evalsha(keys, argv));
     }
 
     Values batch(std::int64_t now,
@@ -73,19 +73,7 @@ class OverridesTest : public ScriptFixture {
             argv.insert(argv.end(), zone.begin(), zone.end());
         }
         argv.insert(argv.end(), tail.begin(), tail.end());
-        return values(evalsha(keys, argv));
-    }
-
-    Values values(const Reply& r) {
-        Values out;
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                             : "");
-        if (r->type != REDIS_REPLY_ARRAY) return out;
-        for (size_t i = 0; i < r->elements; i++) {
-            out.push_back(r->element[i]->integer);
-        }
-        return out;
+        return integers(evalsha(keys, argv));
     }
 
     long long exists(const std::string& key) {

@@ -104,20 +104,7 @@ class SettleTest : public ScriptFixture {
 
     // The same, asserting an array of integers.
     Values batch(std::int64_t now, const std::vector<Entry>& entries) {
-        return values(batch_raw(now, entries));
-    }
-
-    static Values values(const Reply& r) {
-        Values out;
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY)
-            << (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                             : "");
-        if (r->type != REDIS_REPLY_ARRAY) return out;
-        for (size_t i = 0; i < r->elements; i++) {
-            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_INTEGER);
-            out.push_back(r->element[i]->integer);
-        }
-        return out;
+        return integers(batch_raw(now, entries));
     }
 
     // A settlement of one limit at now: its 4 integers, asserting the
@@ -388,7 +375,7 @@ TEST_F(SettleTest, OverridesApply) {
     Limit o = limit_of(RRL_FIXED_WINDOW, "rrl:{z:o}:fw", 200, 1000, 10);
     o.algorithm += kind;
     set("rrl:{z:o}:limit", "50r/s");
-    ASSERT_EQ(values(evalsha_of(persisting_sha_, {o.key},
+    ASSERT_EQ(integers(evalsha_of(persisting_sha_, {o.key},
                                 {str(kT), o.algorithm, str(o.limit),
                                  str(o.period_ms), str(o.burst), "10"}))
                   .at(0),
@@ -429,7 +416,7 @@ TEST_F(SettleTest, LeaseZonesSettleAsTheirAlgorithm) {
     std::vector<std::string> argv = {
         "batch",          str(kT),      "1", l.algorithm, str(l.limit),
         str(l.period_ms), str(l.burst), "1", "1",         "1:50:0:0"};
-    Values v = values(evalsha_of(persisting_sha_, {l.key}, argv));
+    Values v = integers(evalsha_of(persisting_sha_, {l.key}, argv));
     ASSERT_EQ(v.size(), 8u);
     ASSERT_EQ(v[6], 50);  // granted
     const std::string held = get(l.key);
@@ -557,7 +544,7 @@ TEST_F(SettleTest, SingleFormUsesRedisTime) {
     Result c = run(-1, {l});
     ASSERT_EQ(c.passed, 1);
     const std::int64_t at = c.now_us;
-    Values v = values(
+    Values v = integers(
         evalsha({l.key}, {"settle", l.algorithm, str(l.limit), str(l.period_ms),
                           str(l.burst), eat(100, 30, at)}));
     ASSERT_EQ(v.size(), 6u);
@@ -566,7 +553,7 @@ TEST_F(SettleTest, SingleFormUsesRedisTime) {
     EXPECT_EQ(v[3], 70);
     // a debt, two limits
     const Limit m = limit_of(RRL_TOKEN_BUCKET, "rrl:{1:tb}", 200, 3600000, 1);
-    v = values(
+    v = integers(
         evalsha({l.key, m.key},
                 {"settle", l.algorithm, str(l.limit), str(l.period_ms),
                  str(l.burst), eat(30, 300, at), m.algorithm, str(m.limit),
@@ -583,7 +570,7 @@ TEST_F(SettleTest, SingleFormUsesRedisTime) {
     EXPECT_EQ(pttl(m.key), -2);
     // a state made by a settlement expires too
     const Limit n = limit_of(RRL_SLIDING_WINDOW, "rrl:{1:sw}", 200, 60000, 1);
-    v = values(
+    v = integers(
         evalsha({n.key}, {"settle", n.algorithm, str(n.limit), str(n.period_ms),
                           str(n.burst), eat(1, 5, at)}));
     ASSERT_EQ(v.size(), 6u);
