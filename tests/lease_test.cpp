@@ -422,7 +422,7 @@ TEST(LeaseWant, AKeyNeverSeenAsksForOneMore) {
     rrl_lease_entry_t e{};  // new in the table
     w = want_of(l, &e);
     EXPECT_EQ(w.want, 4u);      // as none: sized on the demand before
-    EXPECT_EQ(e.seen_cur, 3u);  // counted for the next
+    EXPECT_EQ(e.seen_cur, 0u);  // as none: counted from its next request
     EXPECT_EQ(e.limit, 1000u);  // now this zone's
     EXPECT_GE(e.end_us, kNow + kSecond);
 }

@@ -220,12 +220,16 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
         return;
     }
 
+    // new in the table (made by this ask): as none, no demand counted yet,
+    // so that its first renewal takes no more than one unit ahead and the
+    // key's last units are not leased while a request may race it to Redis
+    bool never_seen = entry->limit == 0;
     if (!lease_same_zone(limit, *entry)) reset_to_zone(limit, entry);
 
     // sized on the demand so far, as a key never seen gets 1: the cost is
     // asked for on its own
     std::uint64_t size = lease_size(limit, lease_rate(*entry, now_us), wall_us);
-    count_demand(entry, limit.cost, now_us);
+    count_demand(entry, never_seen ? 0 : limit.cost, now_us);
     lease_take_back(limit, entry, now_us, back, back_at);
 
     // a server holds at most the largest lease: the undershoot's bound
