@@ -50,9 +50,7 @@ is(scalar @R, 3, 'three replicas');
 
 my $slot_map = $c->slot_map;
 sub owner_of_slot {
-    my ($slot) = @_;
-    for (@$slot_map) { return $_->[2] if $slot >= $_->[0] && $slot <= $_->[1] }
-    die "slot $slot has no owner";
+    RRL::Cluster::owner_in($slot_map, $_[0]) // die "slot $_[0] has no owner";
 }
 sub owner_of_limit { owner_of_slot(RRL::Cluster::rrl_slot(@_)) }
 
@@ -71,7 +69,7 @@ my $ka2 = $c->key_on($P[0], 'za', 'a', 1);
 my $kb2 = $c->key_on($P[1], 'zb', 'b', 1);
 my $kc = $c->key_on($P[2], 'zc', 'c');
 my $kd = $c->key_on($P[0], 'zd', 'd');
-my @probe = map { '/probe/?key=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('key');
 
 my $seed = $replicas{ $P[0] }[0];
 

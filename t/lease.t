@@ -78,8 +78,7 @@ my @refused = (
 
 for my $case (@refused) {
     my ($params, $res) = @$case;
-    my ($out, $rc, $file, $text) = $t->nginx_t(zone_conf($params));
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) = $t->nginx_t_here(zone_conf($params));
     my ($msg) = grep { /\[emerg\]/ } split /\n/, $out;
     $msg //= $out;
     isnt($rc, 0, "nginx -t refuses \"$params\"");

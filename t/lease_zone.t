@@ -43,9 +43,8 @@ sub conf_t {
 }
 
 for my $bad ('16k', '0', 'lots', 'off', '1') {
-    my ($out, $rc, $file, $text) =
-        $t->nginx_t(conf_t("    redis_ratelimit_lease_zone $bad; # HERE\n", ''));
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) =
+        $t->nginx_t_here(conf_t("    redis_ratelimit_lease_zone $bad; # HERE\n", ''));
     isnt($rc, 0, "nginx -t refuses lease_zone $bad");
     like($out, qr/\[emerg\] invalid zone size "\Q$bad\E" in "redis_ratelimit_lease_zone" directive, it must be at least 32k in \Q$file\E:$line$/m,
         "lease_zone $bad: the message names the value, the minimum and FILE:LINE")

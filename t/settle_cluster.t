@@ -35,7 +35,7 @@ is(scalar @P, 3, 'three primaries');
 my $ka = $c->key_on($P[0], 'ca', 'a');
 my $ka2 = $c->key_on($P[0], 'ca', 'a', 1);
 my $kb = $c->key_on($P[1], 'cb', 'b');
-my @probe = map { '/probe/?a=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('a');
 
 my $conf = <<'EOF';
 http {
@@ -79,10 +79,7 @@ $t->write_file('html/probe/index.html', "OK\n");
 my $n = $t->start_nginx($conf);
 ok(RRL::Load::wait_status($n, \@probe, 'PASSED', 10), 'limiting from the cluster');
 
-# at least 60 s left in this hour's fixed window, on the cluster's clock
-my ($now) = $c->cli($P[0], 'TIME');
-sleep(3600 - $now % 3600 + 0.1) if 3600 - $now % 3600 < 60;
-($now) = $c->cli($P[0], 'TIME');
+my $now = $c->window_left(3600, 60);    # 60 s left in this hour
 my $w = int($now / 3600);
 $c->reset_stats;    # the start's MOVED, if any, are not the settlements'
 

@@ -14,6 +14,7 @@ package RRL::Cluster;
 #   $c->primaries;              # ports of the primaries, in slot order
 #   $c->replicas_of($primary);  # ports of its replicas
 #   $c->slot_owner($slot);      # port of the primary serving a slot
+#   RRL::Cluster::owner_in($c->slot_map, $slot);  # the same, in a map kept
 #   RRL::Cluster::keyslot($k);  # CRC16 slot, hash tags as Redis does
 #   RRL::Cluster::rrl_slot($zone, $key);       # slot of a limit's key
 #   $c->key_on($primary, $zone, $prefix);      # a client key served there
@@ -24,6 +25,8 @@ package RRL::Cluster;
 #   $c->kill_node($port); $c->wait_promoted($replica, 10);
 #   $c->cli($port, @command);   # redis-cli to one node (as the ACL user)
 #   $c->module_clients($port), $c->errorstats($port), $c->reset_stats
+#   $c->probe_uris('key');      # /probe/?key=..., a key on each primary
+#   $c->window_left(3600, 30);  # 30 s left in this hour, on its clock
 #
 # With tls => $cert (RRL::Tls::cert), every node serves TLS on its port
 # (its cluster bus and replication too: tls-cluster, tls-replication) and
@@ -452,7 +455,13 @@ sub slots_of {
 # the port serving a slot, as $via sees it (CLUSTER SLOTS)
 sub slot_owner {
     my ($self, $slot, $via) = @_;
-    my $map = $self->slot_map($via);
+    return owner_in($self->slot_map($via), $slot);
+}
+
+# owner_in($map, $slot): the port serving a slot in a slot_map(), undef
+# when none does
+sub owner_in {
+    my ($map, $slot) = @_;
     for my $r (@$map) {
         return $r->[2] if $slot >= $r->[0] && $slot <= $r->[1];
     }
@@ -549,6 +558,30 @@ sub key_on {
         next unless grep { $s >= $_->[0] && $s <= $_->[1] } @ranges;
         return "$prefix$i" unless $skip--;
     }
+}
+
+# probe_uris($arg): "/probe/?$arg=KEY" for each primary, KEY a key of
+# zone "probe" served there: a location /probe/ limited by that zone on
+# $arg_$arg answers PASSED from each once limiting works (the cluster tests'
+# RRL::Load::wait_status)
+sub probe_uris {
+    my ($self, $arg) = @_;
+    return map { "/probe/?$arg=" . $self->key_on($_, 'probe', 'p') }
+        $self->primaries;
+}
+
+# window_left($period, $seconds): makes sure at least $seconds are left in
+# this fixed window of $period seconds, on the cluster's clock (its first
+# primary's TIME), sleeping into the next window if needed; returns the
+# clock's seconds then
+sub window_left {
+    my ($self, $period, $seconds) = @_;
+    my $primary = ($self->primaries)[0];
+    my ($now) = $self->cli($primary, 'TIME');
+    return $now unless $period - $now % $period < $seconds;
+    sleep($period - $now % $period + 0.1);
+    ($now) = $self->cli($primary, 'TIME');
+    return $now;
 }
 
 # the rrl:* keys stored on a node
