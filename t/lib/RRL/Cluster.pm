@@ -16,6 +16,7 @@ package RRL::Cluster;
 #   $c->slot_owner($slot);      # port of the primary serving a slot
 #   RRL::Cluster::owner_in($c->slot_map, $slot);  # the same, in a map kept
 #   RRL::Cluster::keyslot($k);  # CRC16 slot, hash tags as Redis does
+#                               # (the slot functions: RRL::Cluster::Slots)
 #   RRL::Cluster::rrl_slot($zone, $key);       # slot of a limit's key
 #   $c->key_on($primary, $zone, $prefix);      # a client key served there
 #   RRL::Cluster::keys_in_slot($slot, $n, $zone);  # n client keys, one slot
@@ -46,113 +47,11 @@ use Time::HiRes qw(time sleep);
 
 use RRL::Test;
 use RRL::Tls;
+use RRL::Process qw(spawn reap stop_pid);
+use RRL::Cluster::Slots qw(crc16 keyslot rrl_key rrl_slot keys_in_slot
+    owner_in);
 
 my @clusters;    # for END
-
-############################################################################
-# slots: CRC16-XMODEM of the key or of its hash tag, mod 16384
-
-my @CRC16;
-for my $i (0 .. 255) {
-    my $c = $i << 8;
-    for (1 .. 8) {
-        $c = ($c & 0x8000) ? (($c << 1) ^ 0x1021) : ($c << 1);
-    }
-    push @CRC16, $c & 0xffff;
-}
-
-sub crc16 {
-    my $c = 0;
-    $c = (($c << 8) & 0xff00) ^ $CRC16[(($c >> 8) ^ $_) & 0xff]
-        for unpack 'C*', $_[0];
-    return $c;
-}
-
-# the slot of a Redis key: the part between the first '{' and the first
-# '}' after it, when not empty, else the whole key
-sub keyslot {
-    my ($key) = @_;
-    my $s = index $key, '{';
-    if ($s >= 0) {
-        my $e = index $key, '}', $s + 1;
-        $key = substr($key, $s + 1, $e - $s - 1) if $e > $s + 1;
-    }
-    return crc16($key) & 16383;
-}
-
-# the module's Redis key of a limit (README: rrl:{<zone>:<key>}:<tag>)
-sub rrl_key {
-    my ($zone, $key, $tag) = @_;
-    return "rrl:{$zone:$key}:" . ($tag // 'sw');
-}
-
-# the slot of a limit's key
-sub rrl_slot {
-    my ($zone, $key, $tag) = @_;
-    return keyslot(rrl_key($zone, $key, $tag));
-}
-
-# $n client keys "$prefix<i>" whose limit key in $zone is in $slot
-sub keys_in_slot {
-    my ($slot, $n, $zone, $prefix) = @_;
-    $prefix //= 'k';
-    my @k;
-    for (my $i = 0; @k < $n; $i++) {
-        croak "no key found for slot $slot" if $i > 5_000_000;
-        push @k, "$prefix$i" if rrl_slot($zone, "$prefix$i") == $slot;
-    }
-    return @k;
-}
-
-
-############################################################################
-# processes
-
-# PR_SET_PDEATHSIG(SIGKILL) in the child, before exec: a server dies with
-# the test process, whatever kills it (x86_64 and aarch64 Linux)
-sub pdeathsig {
-    my %nr = (x86_64 => 157, aarch64 => 167);
-    my $arch = (POSIX::uname())[4];
-    syscall($nr{$arch}, 1, 9) if $^O eq 'linux' && $nr{$arch};
-}
-
-# spawn(\@cmd, $dir): runs a server in the foreground, stdout and stderr
-# to $dir/stdout; returns its pid
-sub spawn {
-    my ($cmd, $dir) = @_;
-    my $pid = fork;
-    croak "fork: $!" unless defined $pid;
-    if ($pid == 0) {
-        pdeathsig();
-        setpgrp(0, 0);    # not in the test's process group (Ctrl-C)
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>>', "$dir/stdout";
-        open STDERR, '>&', \*STDOUT;
-        { no warnings q(exec); exec @$cmd; }
-        POSIX::_exit(127);
-    }
-    return $pid;
-}
-
-sub reap {
-    my ($pid, $timeout) = @_;
-    my $deadline = time + ($timeout // 10);
-    while (time < $deadline) {
-        my $w = waitpid($pid, WNOHANG);
-        return 1 if $w == $pid || $w == -1;
-        sleep 0.01;
-    }
-    return 0;
-}
-
-sub stop_pid {
-    my ($pid) = @_;
-    return unless $pid;
-    kill 'TERM', $pid;
-    return if reap($pid, 5);
-    kill 'KILL', $pid;
-    reap($pid, 5);
-}
 
 # a port P, with P + 10000 (its cluster bus) free too, under the ephemeral
 # range so that no outgoing connection takes it: 20000 .. 22767 (bus
@@ -456,16 +355,6 @@ sub slots_of {
 sub slot_owner {
     my ($self, $slot, $via) = @_;
     return owner_in($self->slot_map($via), $slot);
-}
-
-# owner_in($map, $slot): the port serving a slot in a slot_map(), undef
-# when none does
-sub owner_in {
-    my ($map, $slot) = @_;
-    for my $r (@$map) {
-        return $r->[2] if $slot >= $r->[0] && $slot <= $r->[1];
-    }
-    return undef;
 }
 
 # CLUSTER SLOTS as [[first, last, primary port, replica ports...], ...]
