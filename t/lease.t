@@ -166,10 +166,7 @@ sub conf {
 my $n = $t->start_nginx(conf('10r/h'));
 
 # EVALSHA calls Redis has run
-sub evalsha_calls {
-    my $info = join "\n", $t->redis('INFO', 'commandstats');
-    return $info =~ /^cmdstat_evalsha:calls=(\d+)/m ? $1 : 0;
-}
+sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 sub metric {
     my ($m, $family, $zone, $label, $value) = @_;
@@ -185,11 +182,7 @@ sub from {
 }
 
 # the count of a fixed_window state ("<window>:<count>"), 0 when none
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key);
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 
 my $H = 3600;

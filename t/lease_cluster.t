@@ -84,11 +84,7 @@ ok(RRL::Load::wait_status($n, \@probe, 'PASSED', 10), 'limiting from the cluster
 
 $c->window_left(3600, 30);    # at least 30 s left in this hour
 
-sub count_on {
-    my ($port, $key) = @_;
-    my $s = $c->cli($port, 'GET', $key) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub count_on { $c->fw_count($_[0], $_[1]) }
 
 sub from {
     my ($zone) = @_;

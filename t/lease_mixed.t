@@ -78,11 +78,7 @@ http {
 EOF
 
 # the count of a fixed_window state ("<window>:<count>"), 0 when none
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 sub metric {
     my ($zone, $label, $value) = @_;

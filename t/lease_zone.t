@@ -108,10 +108,7 @@ sub from {
         qw(lease redis);
 }
 
-sub fw_count {
-    my $s = $t->redis('GET', $_[0]) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 # 14 requests a key, 7 to each of two servers, interleaved over the keys:
 # the passes of each key

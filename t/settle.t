@@ -141,11 +141,7 @@ my $H = 3600;
 my $w = $t->wait_window($H, 120) / $H - 1;
 
 # the count of a fixed_window state, 0 when none
-sub fw_count {
-    my ($zone, $key) = @_;
-    my $s = $t->redis('GET', "rrl:{$zone:$key}:fw");
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub fw_count { $t->fw_count("rrl:{$_[0]:$_[1]}:fw", $w) }
 
 # the settlements of a zone: (settled, settle_failed), undef when absent
 sub settlements {
@@ -171,10 +167,7 @@ sub wait_settled {
 # the settled and settle_failed counts of a zone, as "S F"
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }
 
-sub evalsha_calls {
-    my $info = join "\n", $t->redis('INFO', 'commandstats');
-    return $info =~ /^cmdstat_evalsha:calls=(\d+)/m ? $1 : 0;
-}
+sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 # the access log's last line of a request ("/s/?key=a")
 sub log_line {

@@ -83,11 +83,7 @@ my $now = $c->window_left(3600, 60);    # 60 s left in this hour
 my $w = int($now / 3600);
 $c->reset_stats;    # the start's MOVED, if any, are not the settlements'
 
-sub count_on {
-    my ($port, $key) = @_;
-    my $s = $c->cli($port, 'GET', $key) // '';
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub count_on { $c->fw_count($_[0], $_[1], $w) }
 
 sub counts {
     my ($zone) = @_;

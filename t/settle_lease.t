@@ -86,11 +86,7 @@ sub wait_counts {
     return 0;
 }
 
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key);
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub fw_count { $t->fw_count($_[0], $w) }
 
 
 # requests of a key until one is rejected (at most $max); the passes

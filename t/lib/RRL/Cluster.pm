@@ -26,6 +26,7 @@ package RRL::Cluster;
 #   $c->kill_node($port); $c->wait_promoted($replica, 10);
 #   $c->cli($port, @command);   # redis-cli to one node (as the ACL user)
 #   $c->module_clients($port), $c->errorstats($port), $c->reset_stats
+#   $c->commandstats($port), $c->fw_count($port, $key, $window)
 #   $c->probe_uris('key');      # /probe/?key=..., a key on each primary
 #   $c->window_left(3600, 30);  # 30 s left in this hour, on its clock
 #
@@ -500,11 +501,15 @@ sub errorstats {
 # INFO commandstats calls as {'evalsha' => n, 'cluster|slots' => n, ...}
 sub commandstats {
     my ($self, $port) = @_;
-    my %c;
-    for ($self->cli($port, 'INFO', 'commandstats')) {
-        $c{$1} = $2 if /^cmdstat_(\S+):calls=(\d+)/;
-    }
-    return \%c;
+    return RRL::Test::Redis::commandstats_of(
+        $self->cli($port, 'INFO', 'commandstats'));
+}
+
+# fw_count($port, $key, $window): RRL::Test's fw_count on a node
+sub fw_count {
+    my ($self, $port, $key, $window) = @_;
+    return RRL::Test::Redis::fw_count_of(scalar $self->cli($port, 'GET', $key),
+        $window);
 }
 
 sub reset_stats {

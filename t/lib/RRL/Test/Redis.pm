@@ -11,6 +11,8 @@ package RRL::Test::Redis;
 #   $t->stop_redis; $t->start_redis;  # again, on the same port
 #   $t->redis_time;                   # Redis's clock, float seconds
 #   $t->wait_window(60, 3);           # 3 s left in the 60 s window
+#   $t->fw_count($key, $window);      # a fixed_window state's count
+#   $t->commandstats->{evalsha};      # INFO commandstats' calls
 
 use strict;
 use warnings;
@@ -146,6 +148,31 @@ sub redis_db {
     my ($self, $db, @args) = @_;
     croak 'no redis port' unless $self->{redis_port};
     return run_command($self->redis_cli_cmd($db), @args);
+}
+
+# fw_count($key, $window): the count of the fixed_window state at $key
+# ("WINDOW:COUNT"); 0 when there is none or, with $window, when it is of
+# another window
+sub fw_count {
+    my ($self, $key, $window) = @_;
+    return fw_count_of(scalar $self->redis('GET', $key), $window);
+}
+
+sub fw_count_of {
+    my ($value, $window) = @_;
+    return 0 unless ($value // '') =~ /^(\d+):(\d+)$/;
+    return defined $window && $1 != $window ? 0 : $2;
+}
+
+# commandstats: INFO commandstats as {command => calls}
+sub commandstats { commandstats_of($_[0]->redis('INFO', 'commandstats')) }
+
+sub commandstats_of {
+    my %c;
+    for (@_) {
+        $c{$1} = $2 if /^cmdstat_(\S+):calls=(\d+)/;
+    }
+    return \%c;
 }
 
 # Redis's clock, the one the script uses, as float seconds
