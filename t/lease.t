@@ -169,16 +169,14 @@ my $n = $t->start_nginx(conf('10r/h'));
 sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 sub metric {
-    my ($m, $family, $zone, $label, $value) = @_;
-    return $m->{"redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}"};
+    my ($m, @series) = @_;
+    return $m->{ RRL::Test::Nginx::zone_series(@series) };
 }
 
 # the requests of a zone decided from a lease and after Redis
 sub from {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map { metric($m, 'lease_requests_total', $zone, 'from', $_) // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $n->zone_metrics('lease_requests_total', $_[0], 'from',
+        qw(lease redis));
 }
 
 # the count of a fixed_window state ("<window>:<count>"), 0 when none

@@ -87,10 +87,8 @@ $c->window_left(3600, 30);    # at least 30 s left in this hour
 sub count_on { $c->fw_count($_[0], $_[1]) }
 
 sub from {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map { $m->{"redis_ratelimit_lease_requests_total{zone=\"$zone\",from=\"$_\"}"} // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $n->zone_metrics('lease_requests_total', $_[0], 'from',
+        qw(lease redis));
 }
 
 $c->reset_stats;

@@ -82,9 +82,8 @@ sub fw_count { $t->fw_count($_[0]) }
 
 sub metric {
     my ($zone, $label, $value) = @_;
-    my ($m) = $n->metrics;
     my $f = $label eq 'from' ? 'lease_requests_total' : 'leases_total';
-    return $m->{"redis_ratelimit_${f}{zone=\"$zone\",$label=\"$value\"}"} // 0;
+    return ($n->zone_metrics($f, $zone, $label, $value))[0] // 0;
 }
 
 # 60 requests, 4 at a time, within one 10 s window: the statuses

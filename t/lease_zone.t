@@ -103,9 +103,8 @@ sub taken {
 
 # the requests decided from a lease and after Redis
 sub from {
-    my ($h) = $_[0]->metrics;
-    return map { $h->{"redis_ratelimit_lease_requests_total{zone=\"churn\",from=\"$_\"}"} // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $_[0]->zone_metrics('lease_requests_total', 'churn', 'from',
+        qw(lease redis));
 }
 
 sub fw_count { $t->fw_count($_[0]) }

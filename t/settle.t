@@ -145,11 +145,7 @@ sub fw_count { $t->fw_count("rrl:{$_[0]:$_[1]}:fw", $w) }
 
 # the settlements of a zone: (settled, settle_failed), undef when absent
 sub settlements {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"}
-    } qw(settled settle_failed);
+    $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 # waits until a zone's settlements (both results) reach $total

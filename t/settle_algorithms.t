@@ -108,11 +108,7 @@ $conf =~ s/%%UP%%/$up/g;
 my $n = $t->start_nginx($conf);
 
 sub settlements {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"}
-    } qw(settled settle_failed);
+    $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }

@@ -86,11 +86,8 @@ $c->reset_stats;    # the start's MOVED, if any, are not the settlements'
 sub count_on { $c->fw_count($_[0], $_[1], $w) }
 
 sub counts {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return join ' ', map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"} // 'none'
-    } qw(settled settle_failed);
+    join ' ', map { $_ // 'none' }
+        $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub wait_counts {

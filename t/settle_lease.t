@@ -65,15 +65,13 @@ my $H = 3600;
 my $w = $t->wait_window($H, 120) / $H - 1;
 
 sub metric {
-    my ($m, $family, $zone, $label, $value) = @_;
-    return $m->{"redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}"} // 0;
+    my ($m, @series) = @_;
+    return $m->{ RRL::Test::Nginx::zone_series(@series) } // 0;
 }
 
 sub counts {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return join ' ', map { metric($m, 'settlements_total', $zone, 'result', $_) }
-        qw(settled settle_failed);
+    join ' ', map { $_ // 0 }
+        $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub wait_counts {

@@ -8,6 +8,7 @@ package RRL::Test::Nginx;
 #   $n->get('/?key=a');                 # RRL::Test::Http's response
 #   $n->grep_log(qr/re/); $n->wait_log(qr/re/, $count, $timeout);
 #   $n->reload($new_template); $n->worker_pids; $n->stop;
+#   $n->metrics; $n->zone_metrics('leases_total', $zone, 'event', @events);
 
 use strict;
 use warnings;
@@ -217,6 +218,21 @@ sub metrics {
         $m{$k} = $v;
     }
     return (\%m, $r);
+}
+
+# zone_series($family, $zone, $label, $value): the name of a zone's series,
+# redis_ratelimit_FAMILY{zone="ZONE",LABEL="VALUE"}: a key of metrics()
+sub zone_series {
+    my ($family, $zone, $label, $value) = @_;
+    return "redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}";
+}
+
+# zone_metrics($family, $zone, $label, @values): those series' values now
+# (one GET /metrics), undef where absent
+sub zone_metrics {
+    my ($self, $family, $zone, $label, @values) = @_;
+    my ($m) = $self->metrics;
+    return map { $m->{ zone_series($family, $zone, $label, $_) } } @values;
 }
 
 sub parallel {
