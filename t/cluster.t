@@ -269,12 +269,7 @@ sub sw_count {
     return ($cur // 0) + ($prev // 0);
 }
 
-sub seq {
-    my ($uri, $count) = @_;
-    return join ', ', map { my $r = $n->get($uri);
-        join ' ', $r->{status} // 'none', $r->{h}{'x-rl-status'} // 'none',
-            $r->{h}{'x-ratelimit-remaining'} // '-' } 1 .. $count;
-}
+sub seq { $n->outcomes(@_) }
 
 is(owner_of_limit('za', $ka) . ' ' . owner_of_limit('zb', $kb),
     "$P[0] $P[1]", "za:$ka and zb:$kb on two primaries");

@@ -149,16 +149,7 @@ sub settlements {
 }
 
 # waits until a zone's settlements (both results) reach $total
-sub wait_settled {
-    my ($zone, $total) = @_;
-    my $deadline = time + 3;
-    while (time < $deadline) {
-        my ($s, $f) = settlements($zone);
-        return 1 if ($s // 0) + ($f // 0) >= $total;
-        sleep 0.02;
-    }
-    return 0;
-}
+sub wait_settled { $n->wait_settled(@_) }
 
 # the settled and settle_failed counts of a zone, as "S F"
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }

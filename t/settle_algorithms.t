@@ -114,16 +114,7 @@ sub settlements {
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }
 
 # waits until a zone has counted $total settlements (both results)
-sub wait_settled {
-    my ($zone, $total) = @_;
-    my $deadline = time + 3;
-    while (time < $deadline) {
-        my ($s, $f) = settlements($zone);
-        return 1 if ($s // 0) + ($f // 0) >= $total;
-        sleep 0.02;
-    }
-    return 0;
-}
+sub wait_settled { $n->wait_settled(@_) }
 
 my $H = 3600;
 my $wend = $t->wait_window($H, 150);

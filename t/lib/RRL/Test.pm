@@ -44,7 +44,7 @@ use RRL::Test::Env qw(module_path nginx_binary nginx_preload
     read_file);
 use RRL::Test::Ports qw(free_port);
 use RRL::Test::Http qw(http http_request_text http_send http_read
-    parse_response http_parallel http_abort);
+    parse_response http_parallel http_burst http_abort);
 use RRL::Test::Conf qw(line_of);
 use RRL::Test::Redis;
 use RRL::Test::Logs;

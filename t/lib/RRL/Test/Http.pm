@@ -19,7 +19,7 @@ use Socket qw(SOL_SOCKET SO_LINGER);
 use Time::HiRes qw(time sleep);
 
 our @EXPORT_OK = qw(http http_request_text http_send http_read
-    parse_response http_parallel http_abort);
+    parse_response http_parallel http_burst http_abort);
 
 # http($port, $method, $uri, headers => {...} or [...], timeout => 5,
 # body => ...): one request on its own connection; the response
@@ -126,6 +126,38 @@ sub http_parallel {
     my @s = map { http_send($port, 'GET', $_) } @uris;
     return map { $_ ? http_read($_) : { status => undef, error => 'connect',
         h => {}, n => {}, hl => [], body => '', raw => '' } } @s;
+}
+
+# http_burst([$port, $uri], ...): sends every GET at once, one connection
+# each, and reads them all together; the responses in the same order, each
+# with t: its completion in seconds from the first send (99: none in 10 s)
+
+sub http_burst {
+    my @req = @_;
+    my $t0 = time;
+    my @s = map { http_send($_->[0], 'GET', $_->[1]) } @req;
+    my (%raw, %done);
+    my $sel = IO::Select->new(grep { defined } @s);
+    my $deadline = $t0 + 10;
+    while ($sel->count && time < $deadline) {
+        for my $s ($sel->can_read($deadline - time)) {
+            my $got = sysread($s, my $buf, 65536);
+            if ($got) {
+                $raw{ fileno $s } .= $buf;
+                next;
+            }
+            $done{ fileno $s } = time - $t0;
+            $sel->remove($s);
+        }
+    }
+    my @r;
+    for my $s (@s) {
+        my $r = parse_response($s ? $raw{ fileno $s } // '' : '');
+        $r->{t} = $s ? $done{ fileno $s } // 99 : 99;
+        close $s if $s;
+        push @r, $r;
+    }
+    return @r;
 }
 
 # opens a connection, sends a request and resets the connection (RST)

@@ -235,6 +235,29 @@ sub zone_metrics {
     return map { $m->{ zone_series($family, $zone, $label, $_) } } @values;
 }
 
+# wait_settled($zone, $total): waits (3 s at most) until the zone has
+# counted $total settlements, both results; 1 if it has
+sub wait_settled {
+    my ($self, $zone, $total) = @_;
+    my $deadline = time + 3;
+    while (time < $deadline) {
+        my ($s, $f) = $self->zone_metrics('settlements_total', $zone, 'result',
+            qw(settled settle_failed));
+        return 1 if ($s // 0) + ($f // 0) >= $total;
+        sleep 0.02;
+    }
+    return 0;
+}
+
+# outcomes($uri, $count): $count GETs of $uri, one after the other:
+# "STATUS X-RL-STATUS X-RATELIMIT-REMAINING, ..." ('none' or '-' where absent)
+sub outcomes {
+    my ($self, $uri, $count) = @_;
+    return join ', ', map { my $r = $self->get($uri);
+        join ' ', $r->{status} // 'none', $r->{h}{'x-rl-status'} // 'none',
+            $r->{h}{'x-ratelimit-remaining'} // '-' } 1 .. $count;
+}
+
 sub parallel {
     my ($self, @uris) = @_;
     return http_parallel($self->port, @uris);
