@@ -170,7 +170,7 @@ sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 sub metric {
     my ($m, @series) = @_;
-    return $m->{ RRL::Test::Nginx::zone_series(@series) };
+    return $m->{ RRL::Test::Metrics::zone_series(@series) };
 }
 
 # the requests of a zone decided from a lease and after Redis

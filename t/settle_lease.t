@@ -66,7 +66,7 @@ my $w = $t->wait_window($H, 120) / $H - 1;
 
 sub metric {
     my ($m, @series) = @_;
-    return $m->{ RRL::Test::Nginx::zone_series(@series) } // 0;
+    return $m->{ RRL::Test::Metrics::zone_series(@series) } // 0;
 }
 
 sub counts {

@@ -23,6 +23,7 @@ package RRL::Test;
 #   Redis   the file's redis-server ($t->start_redis, $t->redis, ...)
 #   Conf    nginx configs: templates expanded, nginx -t, line_of
 #   Nginx   an nginx instance: started, its logs, reload, stop, requests
+#   Metrics an instance's /metrics
 #   Http    the HTTP client
 #   Logs    the error.log checks every file ends with
 # Their functions are RRL::Test's too (RRL::Test::http_send, ...).

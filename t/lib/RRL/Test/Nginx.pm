@@ -8,7 +8,7 @@ package RRL::Test::Nginx;
 #   $n->get('/?key=a');                 # RRL::Test::Http's response
 #   $n->grep_log(qr/re/); $n->wait_log(qr/re/, $count, $timeout);
 #   $n->reload($new_template); $n->worker_pids; $n->stop;
-#   $n->metrics; $n->zone_metrics('leases_total', $zone, 'event', @events);
+#   $n->metrics; $n->zone_metrics(...);  # its /metrics: RRL::Test::Metrics
 
 use strict;
 use warnings;
@@ -21,6 +21,9 @@ use Time::HiRes qw(time sleep);
 
 use RRL::Test::Env qw(nginx_binary nginx_preload read_file);
 use RRL::Test::Http qw(http_parallel http_abort);
+use RRL::Test::Metrics;
+
+our @ISA = qw(RRL::Test::Metrics);    # metrics, zone_metrics...
 
 sub new {
     my ($class, %a) = @_;
@@ -206,48 +209,6 @@ sub http {
 }
 
 sub get { my ($self, $uri, %o) = @_; $self->http('GET', $uri, %o) }
-
-# GET /metrics (or uri): { 'name{labels}' => value }, and the response
-sub metrics {
-    my ($self, $uri) = @_;
-    my $r = $self->get($uri // '/metrics');
-    my %m;
-    for (split /\n/, $r->{body} // '') {
-        next if /^#/;
-        my ($k, $v) = /^(\S+) (\S+)$/ or next;
-        $m{$k} = $v;
-    }
-    return (\%m, $r);
-}
-
-# zone_series($family, $zone, $label, $value): the name of a zone's series,
-# redis_ratelimit_FAMILY{zone="ZONE",LABEL="VALUE"}: a key of metrics()
-sub zone_series {
-    my ($family, $zone, $label, $value) = @_;
-    return "redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}";
-}
-
-# zone_metrics($family, $zone, $label, @values): those series' values now
-# (one GET /metrics), undef where absent
-sub zone_metrics {
-    my ($self, $family, $zone, $label, @values) = @_;
-    my ($m) = $self->metrics;
-    return map { $m->{ zone_series($family, $zone, $label, $_) } } @values;
-}
-
-# wait_settled($zone, $total): waits (3 s at most) until the zone has
-# counted $total settlements, both results; 1 if it has
-sub wait_settled {
-    my ($self, $zone, $total) = @_;
-    my $deadline = time + 3;
-    while (time < $deadline) {
-        my ($s, $f) = $self->zone_metrics('settlements_total', $zone, 'result',
-            qw(settled settle_failed));
-        return 1 if ($s // 0) + ($f // 0) >= $total;
-        sleep 0.02;
-    }
-    return 0;
-}
 
 # outcomes($uri, $count): $count GETs of $uri, one after the other:
 # "STATUS X-RL-STATUS X-RATELIMIT-REMAINING, ..." ('none' or '-' where absent)
