@@ -61,12 +61,7 @@ sub nginx_with {
     return $t->start_nginx($cf, %o);
 }
 
-sub seq {
-    my ($n, $uri, $count) = @_;
-    return join ', ', map { my $r = $n->get($uri);
-        join ' ', $r->{status} // 'none', $r->{h}{'x-rl-status'} // 'none',
-            $r->{h}{'x-ratelimit-remaining'} // '-' } 1 .. $count;
-}
+sub seq { my $n = shift; $n->outcomes(@_) }
 
 sub users {
     return join ' ', sort map { /\buser=(\S+)/ ? $1 : '?' }

@@ -110,8 +110,8 @@ sub settled {
     my ($zone, $want) = @_;
     my $v;
     for (1 .. 100) {
-        my ($m) = $n->metrics;
-        $v = $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"settled\"}"} // 0;
+        ($v) = $n->zone_metrics('settlements_total', $zone, 'result', 'settled');
+        $v //= 0;
         return $v if $v >= $want;
         sleep 0.05;
     }

@@ -50,9 +50,7 @@ is(scalar @R, 3, 'three replicas');
 
 my $slot_map = $c->slot_map;
 sub owner_of_slot {
-    my ($slot) = @_;
-    for (@$slot_map) { return $_->[2] if $slot >= $_->[0] && $slot <= $_->[1] }
-    die "slot $slot has no owner";
+    RRL::Cluster::owner_in($slot_map, $_[0]) // die "slot $_[0] has no owner";
 }
 sub owner_of_limit { owner_of_slot(RRL::Cluster::rrl_slot(@_)) }
 
@@ -71,7 +69,7 @@ my $ka2 = $c->key_on($P[0], 'za', 'a', 1);
 my $kb2 = $c->key_on($P[1], 'zb', 'b', 1);
 my $kc = $c->key_on($P[2], 'zc', 'c');
 my $kd = $c->key_on($P[0], 'zd', 'd');
-my @probe = map { '/probe/?key=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('key');
 
 my $seed = $replicas{ $P[0] }[0];
 
@@ -271,12 +269,7 @@ sub sw_count {
     return ($cur // 0) + ($prev // 0);
 }
 
-sub seq {
-    my ($uri, $count) = @_;
-    return join ', ', map { my $r = $n->get($uri);
-        join ' ', $r->{status} // 'none', $r->{h}{'x-rl-status'} // 'none',
-            $r->{h}{'x-ratelimit-remaining'} // '-' } 1 .. $count;
-}
+sub seq { $n->outcomes(@_) }
 
 is(owner_of_limit('za', $ka) . ' ' . owner_of_limit('zb', $kb),
     "$P[0] $P[1]", "za:$ka and zb:$kb on two primaries");

@@ -395,15 +395,8 @@ my @bad = (
 
 for my $case (@bad) {
     my ($name, $template, $want) = @$case;
-    my ($out, $rc, $file, $text) = $t->nginx_t($template);
-
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
-    $want =~ s/FILE/$file/g;
-    $want =~ s/LINE/$line/g;
-    if ($want =~ /FIRST/) {
-        my $first = RRL::Test::line_of($text, qr/# FIRST/);
-        $want =~ s/FIRST/$first/g;
-    }
+    my ($out, $rc);
+    ($out, $rc, undef, undef, $want) = $t->nginx_t_here($template, $want);
 
     isnt($rc, 0, "$name: nginx -t fails");
     like($out, qr/^nginx: \[emerg\] \Q$want\E$/m, "$name: message")

@@ -44,8 +44,7 @@ sub passes {
 
 sub refused {
     my ($name, $conf, $want) = @_;
-    my ($out, $rc, $file, $text) = $t->nginx_t($conf);
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) = $t->nginx_t_here($conf);
     isnt($rc, 0, "$name: nginx -t fails");
     like($out, qr/^nginx: \[emerg\] \Q$want\E in \Q$file\E:$line$/m,
         "$name: message") or diag("expected: $want\n$out");

@@ -74,33 +74,7 @@ my $n2 = $t->start_nginx($conf);
 # sends every [nginx, uri] at once, one connection each, and reads them all
 # together: each response with t, its completion in seconds from the first
 # send, in the order sent
-sub burst {
-    my @req = @_;
-    my $t0 = time;
-    my @s = map { RRL::Test::http_send($_->[0]->port, 'GET', $_->[1]) } @req;
-    my (%raw, %done);
-    my $sel = IO::Select->new(grep { defined } @s);
-    my $deadline = $t0 + 10;
-    while ($sel->count && time < $deadline) {
-        for my $s ($sel->can_read($deadline - time)) {
-            my $got = sysread($s, my $buf, 65536);
-            if ($got) {
-                $raw{ fileno $s } .= $buf;
-                next;
-            }
-            $done{ fileno $s } = time - $t0;
-            $sel->remove($s);
-        }
-    }
-    my @r;
-    for my $s (@s) {
-        my $r = RRL::Test::parse_response($s ? $raw{ fileno $s } // '' : '');
-        $r->{t} = $s ? $done{ fileno $s } // 99 : 99;
-        close $s if $s;
-        push @r, $r;
-    }
-    return @r;
-}
+sub burst { RRL::Test::http_burst(map { [$_->[0]->port, $_->[1]] } @_) }
 
 sub ms { sprintf '%.1f', $_[0] * 1000 }
 

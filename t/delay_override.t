@@ -47,32 +47,7 @@ sub delay_of { ($_[0]{h}{'x-rl-delay'} // '') =~ /^\[(.*)\]$/ ? $1 : undef }
 
 # sends every uri at once, one connection each; the responses, each with t,
 # its completion in seconds from the first send
-sub burst {
-    my @uri = @_;
-    my $t0 = time;
-    my @s = map { RRL::Test::http_send($n->port, 'GET', $_) } @uri;
-    my (%raw, %done);
-    my $sel = IO::Select->new(@s);
-    my $deadline = $t0 + 10;
-    while ($sel->count && time < $deadline) {
-        for my $s ($sel->can_read($deadline - time)) {
-            if (sysread($s, my $buf, 65536)) {
-                $raw{ fileno $s } .= $buf;
-                next;
-            }
-            $done{ fileno $s } = time - $t0;
-            $sel->remove($s);
-        }
-    }
-    my @r;
-    for my $s (@s) {
-        my $r = RRL::Test::parse_response($raw{ fileno $s } // '');
-        $r->{t} = $done{ fileno $s } // 99;
-        close $s;
-        push @r, $r;
-    }
-    return @r;
-}
+sub burst { RRL::Test::http_burst(map { [$n->port, $_] } @_) }
 
 # the issue's three requests, one after the other: the third waited 2 h
 

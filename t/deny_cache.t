@@ -97,10 +97,7 @@ my $n = $t->start_nginx(conf(''));
 my $off = $t->start_nginx(conf('redis_ratelimit_deny_cache off;'));
 
 # EVALSHA calls Redis has run (the module's; the probe below uses EVAL)
-sub evalsha_calls {
-    my $info = join "\n", $t->redis('INFO', 'commandstats');
-    return $info =~ /^cmdstat_evalsha:calls=(\d+)/m ? $1 : 0;
-}
+sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 sub cached_lines {
     my ($inst, $zone) = @_;

@@ -78,8 +78,7 @@ my @refused = (
 
 for my $case (@refused) {
     my ($params, $res) = @$case;
-    my ($out, $rc, $file, $text) = $t->nginx_t(zone_conf($params));
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) = $t->nginx_t_here(zone_conf($params));
     my ($msg) = grep { /\[emerg\]/ } split /\n/, $out;
     $msg //= $out;
     isnt($rc, 0, "nginx -t refuses \"$params\"");
@@ -167,30 +166,21 @@ sub conf {
 my $n = $t->start_nginx(conf('10r/h'));
 
 # EVALSHA calls Redis has run
-sub evalsha_calls {
-    my $info = join "\n", $t->redis('INFO', 'commandstats');
-    return $info =~ /^cmdstat_evalsha:calls=(\d+)/m ? $1 : 0;
-}
+sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 sub metric {
-    my ($m, $family, $zone, $label, $value) = @_;
-    return $m->{"redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}"};
+    my ($m, @series) = @_;
+    return $m->{ RRL::Test::Metrics::zone_series(@series) };
 }
 
 # the requests of a zone decided from a lease and after Redis
 sub from {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map { metric($m, 'lease_requests_total', $zone, 'from', $_) // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $n->zone_metrics('lease_requests_total', $_[0], 'from',
+        qw(lease redis));
 }
 
 # the count of a fixed_window state ("<window>:<count>"), 0 when none
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key);
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 
 my $H = 3600;

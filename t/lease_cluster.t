@@ -39,7 +39,7 @@ my $ka = $c->key_on($P[0], 'ca', 'a');
 my $kb = $c->key_on($P[1], 'cb', 'b');
 my $ka2 = $c->key_on($P[0], 'ca', 'a', 1);
 my $kx = $c->key_on($P[2], 'cx', 'x');
-my @probe = map { '/probe/?a=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('a');
 
 my $n = $t->start_nginx(<<"EOF");
 worker_processes 2;
@@ -82,21 +82,13 @@ http {
 EOF
 ok(RRL::Load::wait_status($n, \@probe, 'PASSED', 10), 'limiting from the cluster');
 
-# at least 30 s left in this hour's fixed window, on the cluster's clock
-my ($now) = $c->cli($P[0], 'TIME');
-sleep(3600 - $now % 3600 + 0.1) if 3600 - $now % 3600 < 30;
+$c->window_left(3600, 30);    # at least 30 s left in this hour
 
-sub count_on {
-    my ($port, $key) = @_;
-    my $s = $c->cli($port, 'GET', $key) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub count_on { $c->fw_count($_[0], $_[1]) }
 
 sub from {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map { $m->{"redis_ratelimit_lease_requests_total{zone=\"$zone\",from=\"$_\"}"} // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $n->zone_metrics('lease_requests_total', $_[0], 'from',
+        qw(lease redis));
 }
 
 $c->reset_stats;
@@ -144,8 +136,7 @@ $c->reset_stats;
 # a lease zone beside an exact one: the cost alone, 30 of 60 pass
 
 {
-    my ($now) = $c->cli($P[0], 'TIME');
-    sleep(10 - $now % 10 + 0.1) if 10 - $now % 10 < 6;
+    $c->window_left(10, 6);
     my @st;
     for (1 .. 15) {
         push @st, map { $_->{status} // 0 } $n->parallel(("/mixc/?a=$kx") x 4);

@@ -63,12 +63,7 @@ http {
 }
 EOF
 
-sub metric {
-    my ($zone, $event) = @_;
-    my ($m) = $n->metrics;
-    return $m->{"redis_ratelimit_leases_total{zone=\"$zone\",event=\"$event\"}"}
-        // 0;
-}
+sub metric { ($n->zone_metrics('leases_total', $_[0], 'event', $_[1]))[0] // 0 }
 
 ###########################################################################
 # item 5: a deny-cache hit takes nothing of an ended lease

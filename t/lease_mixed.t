@@ -78,17 +78,12 @@ http {
 EOF
 
 # the count of a fixed_window state ("<window>:<count>"), 0 when none
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 sub metric {
     my ($zone, $label, $value) = @_;
-    my ($m) = $n->metrics;
     my $f = $label eq 'from' ? 'lease_requests_total' : 'leases_total';
-    return $m->{"redis_ratelimit_${f}{zone=\"$zone\",$label=\"$value\"}"} // 0;
+    return ($n->zone_metrics($f, $zone, $label, $value))[0] // 0;
 }
 
 # 60 requests, 4 at a time, within one 10 s window: the statuses

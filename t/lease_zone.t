@@ -43,9 +43,8 @@ sub conf_t {
 }
 
 for my $bad ('16k', '0', 'lots', 'off', '1') {
-    my ($out, $rc, $file, $text) =
-        $t->nginx_t(conf_t("    redis_ratelimit_lease_zone $bad; # HERE\n", ''));
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) =
+        $t->nginx_t_here(conf_t("    redis_ratelimit_lease_zone $bad; # HERE\n", ''));
     isnt($rc, 0, "nginx -t refuses lease_zone $bad");
     like($out, qr/\[emerg\] invalid zone size "\Q$bad\E" in "redis_ratelimit_lease_zone" directive, it must be at least 32k in \Q$file\E:$line$/m,
         "lease_zone $bad: the message names the value, the minimum and FILE:LINE")
@@ -104,15 +103,11 @@ sub taken {
 
 # the requests decided from a lease and after Redis
 sub from {
-    my ($h) = $_[0]->metrics;
-    return map { $h->{"redis_ratelimit_lease_requests_total{zone=\"churn\",from=\"$_\"}"} // 0 }
-        qw(lease redis);
+    map { $_ // 0 } $_[0]->zone_metrics('lease_requests_total', 'churn', 'from',
+        qw(lease redis));
 }
 
-sub fw_count {
-    my $s = $t->redis('GET', $_[0]) // '';
-    return $s =~ /^\d+:(\d+)$/ ? $1 : 0;
-}
+sub fw_count { $t->fw_count($_[0]) }
 
 # 14 requests a key, 7 to each of two servers, interleaved over the keys:
 # the passes of each key

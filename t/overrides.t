@@ -364,20 +364,17 @@ $t->redis('SET', limit_key('plain', 'k'), 'unlimited');
 $t->redis('CONFIG', 'RESETSTAT');
 @st = map { $n->get('/off/?key=k')->{status} } 1 .. 3;
 push @st, map { $n->get('/plain/?key=k')->{status} } 1 .. 3;
-my %cs = map { /^cmdstat_([^:]+):calls=(\d+)/ ? ($1 => $2) : () }
-    $t->redis('INFO', 'commandstats');
+my %cs = %{ $t->commandstats };
 is("@st", '200 200 429 200 200 429', 'overrides=off and default: the key is ignored');
 is($cs{evalsha} // 0, 6, 'overrides=off: 6 calls to Redis');
 is($cs{get} // 0, 6, 'overrides=off: no GET but the state\'s (one per call)');
 
 $t->redis('CONFIG', 'RESETSTAT');
 for my $i (1 .. 5) { $n->get("/?key=gets$i") }
-%cs = map { /^cmdstat_([^:]+):calls=(\d+)/ ? ($1 => $2) : () }
-    $t->redis('INFO', 'commandstats');
+%cs = %{ $t->commandstats };
 is($cs{get} // 0, 5 + 5, 'overrides=on, no override set: one GET more per request');
 $n->get('/two/?key=gets6&b=gets6');
-%cs = map { /^cmdstat_([^:]+):calls=(\d+)/ ? ($1 => $2) : () }
-    $t->redis('INFO', 'commandstats');
+%cs = %{ $t->commandstats };
 is($cs{get} // 0, 10 + 3, 'two limits, one with overrides=on: one GET more than their states');
 
 ###########################################################################

@@ -34,15 +34,13 @@ is(scalar @P, 3, 'three primaries');
 
 my $slot_map = $c->slot_map;
 sub owner_of_slot {
-    my ($slot) = @_;
-    for (@$slot_map) { return $_->[2] if $slot >= $_->[0] && $slot <= $_->[1] }
-    die "slot $slot has no owner";
+    RRL::Cluster::owner_in($slot_map, $_[0]) // die "slot $_[0] has no owner";
 }
 
 my @k = map { $c->key_on($P[$_], 'co', 'k') } 0 .. 2;
 my $kb = $c->key_on($P[1], 'cb', 'b');
 my $ku = $c->key_on($P[0], 'co', 'u');
-my @probe = map { '/probe/?key=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('key');
 
 my $n = $t->start_nginx(<<"EOF");
 http {
@@ -80,10 +78,7 @@ http {
 EOF
 ok(RRL::Load::wait_status($n, \@probe, 'PASSED', 10), 'limiting from the cluster');
 
-# at least 30 s left in this hour's fixed window, on the cluster's clock
-my ($now) = $c->cli($P[0], 'TIME');
-sleep(3600 - $now % 3600 + 0.1) if 3600 - $now % 3600 < 30;
-($now) = $c->cli($P[0], 'TIME');
+my $now = $c->window_left(3600, 30);    # 30 s left in this hour
 my $w = int($now / 3600);
 
 sub slot { scalar $c->cli($P[0], 'CLUSTER', 'KEYSLOT', $_[0]) }

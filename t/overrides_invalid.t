@@ -77,12 +77,7 @@ sub invalid_re {
 
 sub any_invalid { scalar $n->grep_log(qr/redis_ratelimit: invalid override of zone/) }
 
-sub metric {
-    my ($zone, $kind) = @_;
-    my $body = $n->get('/metrics')->{body};
-    return $body =~ /^redis_ratelimit_overrides_total\{zone="\Q$zone\E",kind="\Q$kind\E"\} (\d+)$/m
-        ? $1 : undef;
-}
+sub metric { ($n->zone_metrics('overrides_total', $_[0], 'kind', $_[1]))[0] }
 
 ###########################################################################
 # invalid values: the zone's limit, one line, counted

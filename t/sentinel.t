@@ -87,12 +87,7 @@ my $n = nginx_with($AUTH);
 ok(RRL::Load::wait_status($n, ['/open/?key=probe'], 'PASSED', 10),
     'limiting through the Sentinels');
 
-sub seq {
-    my ($uri, $count) = @_;
-    return join ', ', map { my $r = $n->get($uri);
-        join ' ', $r->{status} // 'none', $r->{h}{'x-rl-status'} // 'none',
-            $r->{h}{'x-ratelimit-remaining'} // '-' } 1 .. $count;
-}
+sub seq { $n->outcomes(@_) }
 
 my $EXACT = '200 PASSED 2, 200 PASSED 1, 200 PASSED 0, 429 REJECTED 0';
 

@@ -141,40 +141,20 @@ my $H = 3600;
 my $w = $t->wait_window($H, 120) / $H - 1;
 
 # the count of a fixed_window state, 0 when none
-sub fw_count {
-    my ($zone, $key) = @_;
-    my $s = $t->redis('GET', "rrl:{$zone:$key}:fw");
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub fw_count { $t->fw_count("rrl:{$_[0]:$_[1]}:fw", $w) }
 
 # the settlements of a zone: (settled, settle_failed), undef when absent
 sub settlements {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"}
-    } qw(settled settle_failed);
+    $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 # waits until a zone's settlements (both results) reach $total
-sub wait_settled {
-    my ($zone, $total) = @_;
-    my $deadline = time + 3;
-    while (time < $deadline) {
-        my ($s, $f) = settlements($zone);
-        return 1 if ($s // 0) + ($f // 0) >= $total;
-        sleep 0.02;
-    }
-    return 0;
-}
+sub wait_settled { $n->wait_settled(@_) }
 
 # the settled and settle_failed counts of a zone, as "S F"
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }
 
-sub evalsha_calls {
-    my $info = join "\n", $t->redis('INFO', 'commandstats');
-    return $info =~ /^cmdstat_evalsha:calls=(\d+)/m ? $1 : 0;
-}
+sub evalsha_calls { $t->commandstats->{evalsha} // 0 }
 
 # the access log's last line of a request ("/s/?key=a")
 sub log_line {

@@ -108,26 +108,13 @@ $conf =~ s/%%UP%%/$up/g;
 my $n = $t->start_nginx($conf);
 
 sub settlements {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"}
-    } qw(settled settle_failed);
+    $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub counts { join ' ', map { $_ // 'none' } settlements($_[0]) }
 
 # waits until a zone has counted $total settlements (both results)
-sub wait_settled {
-    my ($zone, $total) = @_;
-    my $deadline = time + 3;
-    while (time < $deadline) {
-        my ($s, $f) = settlements($zone);
-        return 1 if ($s // 0) + ($f // 0) >= $total;
-        sleep 0.02;
-    }
-    return 0;
-}
+sub wait_settled { $n->wait_settled(@_) }
 
 my $H = 3600;
 my $wend = $t->wait_window($H, 150);

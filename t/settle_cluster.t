@@ -35,7 +35,7 @@ is(scalar @P, 3, 'three primaries');
 my $ka = $c->key_on($P[0], 'ca', 'a');
 my $ka2 = $c->key_on($P[0], 'ca', 'a', 1);
 my $kb = $c->key_on($P[1], 'cb', 'b');
-my @probe = map { '/probe/?a=' . $c->key_on($_, 'probe', 'p') } @P;
+my @probe = $c->probe_uris('a');
 
 my $conf = <<'EOF';
 http {
@@ -79,25 +79,15 @@ $t->write_file('html/probe/index.html', "OK\n");
 my $n = $t->start_nginx($conf);
 ok(RRL::Load::wait_status($n, \@probe, 'PASSED', 10), 'limiting from the cluster');
 
-# at least 60 s left in this hour's fixed window, on the cluster's clock
-my ($now) = $c->cli($P[0], 'TIME');
-sleep(3600 - $now % 3600 + 0.1) if 3600 - $now % 3600 < 60;
-($now) = $c->cli($P[0], 'TIME');
+my $now = $c->window_left(3600, 60);    # 60 s left in this hour
 my $w = int($now / 3600);
 $c->reset_stats;    # the start's MOVED, if any, are not the settlements'
 
-sub count_on {
-    my ($port, $key) = @_;
-    my $s = $c->cli($port, 'GET', $key) // '';
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub count_on { $c->fw_count($_[0], $_[1], $w) }
 
 sub counts {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return join ' ', map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"} // 'none'
-    } qw(settled settle_failed);
+    join ' ', map { $_ // 'none' }
+        $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub wait_counts {

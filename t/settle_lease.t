@@ -65,15 +65,13 @@ my $H = 3600;
 my $w = $t->wait_window($H, 120) / $H - 1;
 
 sub metric {
-    my ($m, $family, $zone, $label, $value) = @_;
-    return $m->{"redis_ratelimit_${family}{zone=\"$zone\",$label=\"$value\"}"} // 0;
+    my ($m, @series) = @_;
+    return $m->{ RRL::Test::Metrics::zone_series(@series) } // 0;
 }
 
 sub counts {
-    my ($zone) = @_;
-    my ($m) = $n->metrics;
-    return join ' ', map { metric($m, 'settlements_total', $zone, 'result', $_) }
-        qw(settled settle_failed);
+    join ' ', map { $_ // 0 }
+        $n->zone_metrics('settlements_total', $_[0], 'result', qw(settled settle_failed));
 }
 
 sub wait_counts {
@@ -86,11 +84,7 @@ sub wait_counts {
     return 0;
 }
 
-sub fw_count {
-    my ($key) = @_;
-    my $s = $t->redis('GET', $key);
-    return $s =~ /^(\d+):(\d+)$/ && $1 == $w ? $2 : 0;
-}
+sub fw_count { $t->fw_count($_[0], $w) }
 
 
 # requests of a key until one is rejected (at most $max); the passes

@@ -54,10 +54,8 @@ my $H = 3600;
 my $w = $t->wait_window($H, 60) / $H - 1;
 
 sub counts {
-    my ($m) = $n->metrics;
-    return join ' ', map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"fw\",result=\"$_\"}"} // 'none'
-    } qw(settled settle_failed);
+    join ' ', map { $_ // 'none' }
+        $n->zone_metrics('settlements_total', 'fw', 'result', qw(settled settle_failed));
 }
 
 sub wait_counts {

@@ -78,10 +78,8 @@ my $w = $t->wait_window($H, 60) / $H - 1;
 
 sub settled {
     my ($n, $zone) = @_;
-    my ($m) = $n->metrics;
-    return join ' ', map {
-        $m->{"redis_ratelimit_settlements_total{zone=\"$zone\",result=\"$_\"}"} // 'none'
-    } qw(settled settle_failed);
+    join ' ', map { $_ // 'none' }
+        $n->zone_metrics('settlements_total', $zone, 'result', qw(settled settle_failed));
 }
 
 # waits until both nginx together have settled $want of a zone (none failed)

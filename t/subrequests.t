@@ -121,7 +121,7 @@ sub wait_idle {
     return 0;
 }
 
-sub calls { $t->redis('INFO', 'commandstats') =~ /cmdstat_evalsha:calls=(\d+)/ ? $1 : 0 }
+sub calls { $t->commandstats->{evalsha} // 0 }
 
 # each case: the request, the body, the number of script calls it makes
 

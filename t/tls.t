@@ -79,8 +79,7 @@ sub with_server {
 # nginx -t refuses: the message, with FILE:LINE of the server directive
 sub refused {
     my ($name, $server, $want) = @_;
-    my ($out, $rc, $file, $text) = $t->nginx_t(with_server($server));
-    my $line = RRL::Test::line_of($text, qr/# HERE/);
+    my ($out, $rc, $file, $line) = $t->nginx_t_here(with_server($server));
     isnt($rc, 0, "$name: nginx -t fails");
     like($out, qr/^nginx: \[emerg\] \Q$want\E in \Q$file:$line\E$/m,
         "$name: message") or diag("expected: $want in $file:$line");
@@ -101,9 +100,7 @@ if (RRL::Test::hiredis_major() < 1) {
 }
 
 my $dir = $t->testdir;
-my $ca = RRL::Tls::ca($t, 'ca');
-my $other_ca = RRL::Tls::ca($t, 'other-ca');
-my $srv = RRL::Tls::cert($t, $ca, 'server', san => 'DNS:localhost,IP:127.0.0.1');
+my ($ca, $other_ca, $srv) = RRL::Tls::certs($t);
 my $named = RRL::Tls::cert($t, $ca, 'named', san => 'DNS:redis.example.test');
 my $client = RRL::Tls::cert($t, $ca, 'client', client => 1);
 
@@ -289,9 +286,8 @@ my $relative = File::Spec->abs2rel($ca->{cert}, "$dir/conftest");
 is($rrc, 0, "relative tls_ca=$relative: nginx -t passes") or diag($rout);
 
 my $junk = $t->write_file('tls/junk.crt', "not a certificate\n");
-my ($out, $rc, $file, $text) =
-    $t->nginx_t(with_server("127.0.0.1:$tp tls tls_ca=$junk"));
-my $line = RRL::Test::line_of($text, qr/# HERE/);
+my ($out, $rc, $file, $line) =
+    $t->nginx_t_here(with_server("127.0.0.1:$tp tls tls_ca=$junk"));
 isnt($rc, 0, 'tls_ca without a certificate: nginx -t fails');
 like($out, qr/^nginx: \[emerg\] cannot load tls_ca="\Q$junk\E": .+ in "redis_ratelimit_server" directive in \Q$file:$line\E$/m,
     'tls_ca without a certificate: message');

@@ -22,13 +22,7 @@ use RRL::Cluster;
 use RRL::Tls;
 
 my $t = RRL::Test->new;
-plan(skip_all => 'the module is built without TLS (hiredis 0.14); '
-    . 't/tls.t checks that it refuses "tls"')
-    if RRL::Test::hiredis_major() < 1;
-
-my $ca = RRL::Tls::ca($t, 'ca');
-my $other_ca = RRL::Tls::ca($t, 'other-ca');
-my $srv = RRL::Tls::cert($t, $ca, 'server', san => 'DNS:localhost,IP:127.0.0.1');
+my ($ca, $other_ca, $srv) = RRL::Tls::setup($t);
 
 my $c = RRL::Cluster->new($t, primaries => 3, replicas => 0, tls => $srv);
 note(sprintf 'cluster of 3 over TLS up in %.1f s', $c->{started_in});
@@ -44,36 +38,7 @@ ok(!(grep { my $p = $_; grep { $_ eq $p } @P } @plain_slots)
     "CLUSTER SLOTS over plain TCP: the plain ports (@plain)")
     or diag("@plain_slots");
 
-my $conf = <<'EOF';
-http {
-    redis_ratelimit_server %%SERVER%% timeout=1s connect_timeout=1s;
-    redis_ratelimit_zone $arg_key zone=tc rate=3r/h;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        root %%TESTDIR%%/html;
-        add_header X-RL-Status $redis_ratelimit_status always;
-
-        location / {
-            redis_ratelimit zone=tc;
-        }
-        location /closed/ {
-            alias %%TESTDIR%%/html/;
-            redis_ratelimit zone=tc;
-            redis_ratelimit_fail closed;
-        }
-        location = /metrics {
-            redis_ratelimit_metrics;
-        }
-    }
-}
-EOF
-
-sub with_server {
-    my ($server) = @_;
-    (my $cf = $conf) =~ s/%%SERVER%%/$server/;
-    return $cf;
-}
+sub with_server { RRL::Tls::nginx_conf('tc', @_) }
 
 # a good certificate, one seed
 

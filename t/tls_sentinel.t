@@ -26,48 +26,13 @@ use RRL::Load;
 use RRL::Tls;
 
 my $t = RRL::Test->new;
-plan(skip_all => 'the module is built without TLS (hiredis 0.14); '
-    . 't/tls.t checks that it refuses "tls"')
-    if RRL::Test::hiredis_major() < 1;
-
-my $ca = RRL::Tls::ca($t, 'ca');
-my $other_ca = RRL::Tls::ca($t, 'other-ca');
-my $srv = RRL::Tls::cert($t, $ca, 'server', san => 'DNS:localhost,IP:127.0.0.1');
+my ($ca, $other_ca, $srv) = RRL::Tls::setup($t);
 
 my $s = RRL::Sentinel->new($t, name => 'mymaster', tls => $srv);
 note(sprintf 'primary, replica and 3 Sentinels over TLS up in %.1f s',
     $s->{started_in});
 
-my $conf = <<'EOF';
-http {
-    redis_ratelimit_server %%SERVER%% timeout=1s connect_timeout=1s;
-    redis_ratelimit_zone $arg_key zone=ts rate=3r/h;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        root %%TESTDIR%%/html;
-        add_header X-RL-Status $redis_ratelimit_status always;
-
-        location / {
-            redis_ratelimit zone=ts;
-        }
-        location /closed/ {
-            alias %%TESTDIR%%/html/;
-            redis_ratelimit zone=ts;
-            redis_ratelimit_fail closed;
-        }
-        location = /metrics {
-            redis_ratelimit_metrics;
-        }
-    }
-}
-EOF
-
-sub with_server {
-    my ($server) = @_;
-    (my $cf = $conf) =~ s/%%SERVER%%/$server/;
-    return $cf;
-}
+sub with_server { RRL::Tls::nginx_conf('ts', @_) }
 
 # limits exact, the key on $primary
 sub exact {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "conf_parse.hpp"
 #include "conf_word.hpp"
 #include "rrl_conf.h"
 
@@ -19,14 +20,12 @@ constexpr const char* kFail = "redis_ratelimit_fail";
 
 std::string parse(const std::vector<std::string_view>& words,
                   rrl::LimitConf& conf, int* variables = nullptr) {
-    int host = 0;
-    for (std::string_view w : words) {
-        rrl::ConfWord r = rrl::limit_conf_word(conf, kLimit, w);
-        if (!r.error.empty()) return r.error;
-        if (r.host) host++;
-    }
-    if (variables) *variables = host;
-    return rrl::limit_conf_done(conf, kLimit);
+    return rrl_test::parse_words(
+        words,
+        [&](std::string_view w) {
+            return rrl::limit_conf_word(conf, kLimit, w);
+        },
+        [&] { return rrl::limit_conf_done(conf, kLimit); }, variables);
 }
 
 std::string limit_error(const std::vector<std::string_view>& words) {
@@ -149,11 +148,10 @@ TEST(LimitConf, EachParameterOnce) {
 std::string fail_parse(bool local, const std::vector<std::string_view>& words,
                        rrl::FailConf& conf) {
     conf.local = local;
-    for (std::string_view w : words) {
-        std::string error = rrl::fail_conf_word(conf, kFail, w);
-        if (!error.empty()) return error;
-    }
-    return rrl::fail_conf_done(conf, kFail);
+    return rrl_test::parse_words(
+        words,
+        [&](std::string_view w) { return rrl::fail_conf_word(conf, kFail, w); },
+        [&] { return rrl::fail_conf_done(conf, kFail); });
 }
 
 std::string fail_error(bool local, const std::vector<std::string_view>& words) {

@@ -331,6 +331,19 @@ class ScriptFixture : public ::testing::Test {
         return r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
     }
 
+    // A copy of key ("rrl:{probe}:copy", none when key has none), for a
+    // probe that leaves key unchanged; the probe DELs it after.
+    std::string copy_of(const std::string& key) {
+        const std::string copy = "rrl:{probe}:copy";
+        redis_->command({"DEL", copy});
+        const std::string d = dump(key);
+        if (d != "(nil)") {
+            EXPECT_EQ(redis_->status_or_string({"RESTORE", copy, "0", d}),
+                      "OK");
+        }
+        return copy;
+    }
+
     long long pttl(const std::string& key) {
         return redis_->integer({"PTTL", key});
     }

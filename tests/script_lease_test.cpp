@@ -184,17 +184,10 @@ class LeaseTest : public ScriptFixture {
     // What a plain check of `cost` on a copy of l's key would reply at now
     // (l's key unchanged).
     Row probe(const Limit& l, std::int64_t now, std::int64_t cost = 1) {
-        const std::string copy = "rrl:{probe}:copy";
-        redis_->command({"DEL", copy});
-        const std::string d = dump(l.key);
-        if (d != "(nil)") {
-            EXPECT_EQ(redis_->status_or_string({"RESTORE", copy, "0", d}),
-                      "OK");
-        }
         Limit p = l;
-        p.key = copy;
+        p.key = copy_of(l.key);
         const Row r = one(now, plain(p, cost));
-        redis_->command({"DEL", copy});
+        redis_->command({"DEL", p.key});
         return r;
     }
 

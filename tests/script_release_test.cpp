@@ -66,16 +66,10 @@ protected:
     };
 
     LimitResult probe_cost(const Limit& l, std::int64_t now, std::int64_t cost) {
-        const std::string copy = "rrl:{probe}:copy";
-        redis_->command({"DEL", copy});
-        const std::string d = dump(l.key);
-        if (d != "(nil)") {
-            EXPECT_EQ(redis_->status_or_string({"RESTORE", copy, "0", d}), "OK");
-        }
         Limit p = with_cost(l, cost);
-        p.key = copy;
+        p.key = copy_of(l.key);
         const LimitResult r = run_one(now, p);
-        redis_->command({"DEL", copy});
+        redis_->command({"DEL", p.key});
         return r;
     }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "conf_parse.hpp"
 #include "rate.hpp"
 #include "rrl_conf.h"
 
@@ -28,14 +29,12 @@ std::optional<std::uint64_t> time_ms(std::string_view text) {
 // The words through the C++ API: the first error, or "" and conf.
 std::string parse(const std::vector<std::string_view>& words,
                   rrl::ServerConf& conf, std::size_t* addresses = nullptr) {
-    std::size_t host = 0;
-    for (std::string_view w : words) {
-        rrl::ConfWord r = rrl::server_conf_word(conf, kDirective, w, time_ms);
-        if (!r.error.empty()) return r.error;
-        if (r.host) host++;
-    }
-    if (addresses) *addresses = host;
-    return rrl::server_conf_done(conf, kDirective);
+    return rrl_test::parse_words(
+        words,
+        [&](std::string_view w) {
+            return rrl::server_conf_word(conf, kDirective, w, time_ms);
+        },
+        [&] { return rrl::server_conf_done(conf, kDirective); }, addresses);
 }
 
 std::string error_of(const std::vector<std::string_view>& words) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "conf_parse.hpp"
 #include "rrl.h"
 #include "rrl_conf.h"
 
@@ -19,11 +20,12 @@ constexpr const char* kDirective = "redis_ratelimit_zone";
 
 std::string parse(const std::vector<std::string_view>& words,
                   rrl::ZoneConf& conf) {
-    for (std::string_view w : words) {
-        std::string error = rrl::zone_conf_word(conf, kDirective, w);
-        if (!error.empty()) return error;
-    }
-    return rrl::zone_conf_done(conf, kDirective);
+    return rrl_test::parse_words(
+        words,
+        [&](std::string_view w) {
+            return rrl::zone_conf_word(conf, kDirective, w);
+        },
+        [&] { return rrl::zone_conf_done(conf, kDirective); });
 }
 
 std::string error_of(const std::vector<std::string_view>& words) {

@@ -32,7 +32,7 @@ use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(time sleep);
 
 use RRL::Test;
-use RRL::Cluster;    # spawn, reap, stop_pid
+use RRL::Process qw(spawn reap stop_pid);
 use RRL::Tls;
 
 my @all;    # for END
@@ -137,7 +137,7 @@ sub start_data {
     # need not convert a node that says it is a primary (it waits 8 s)
     my @extra = $self->{data}{$port} && $replicaof
         ? ('--replicaof', '127.0.0.1', $replicaof) : ();
-    my $pid = RRL::Cluster::spawn(
+    my $pid = spawn(
         [RRL::Test::redis_server_binary(), $conf, @extra], $dir);
     $self->{data}{$port} = { port => $port, pid => $pid, dir => $dir,
         conf => $conf };
@@ -192,7 +192,7 @@ sub start_sentinel {
                'sentinel sentinel-pass ' . quote($self->{sentinel_password}))
             : ()));
 
-    my $pid = RRL::Cluster::spawn(
+    my $pid = spawn(
         [RRL::Test::redis_server_binary(), $conf, '--sentinel'], $dir);
     $self->{sentinels}{$port} = { port => $port, pid => $pid, dir => $dir,
         conf => $conf, tls_port => $tls_port };
@@ -227,7 +227,7 @@ sub stop {
     my ($self) = @_;
     return unless $self->{owner} == $$;
     for my $n (values %{ $self->{sentinels} }, values %{ $self->{data} }) {
-        RRL::Cluster::stop_pid($n->{pid});
+        stop_pid($n->{pid});
         $n->{pid} = undef;
     }
 }
@@ -363,7 +363,7 @@ sub kill_primary {
     my $pid = $self->{data}{$p}{pid} or croak "primary $p not running";
     kill 'KILL', $pid;
     my $t = time;
-    RRL::Cluster::reap($pid, 5);
+    reap($pid, 5);
     $self->{data}{$p}{pid} = undef;
     return wantarray ? ($t, $p) : $t;
 }

@@ -13,11 +13,18 @@ package RRL::Tls;
 #   RRL::Tls::cli_args($srv);                          # --tls --cacert ...
 #   RRL::Tls::status($response);                       # "200 PASSED"
 #   RRL::Tls::handshake_errors($nginx);                # the metric's count
+#
+# The world of the TLS tests (t/tls.t, t/tls_cluster.t, t/tls_sentinel.t):
+#
+#   my ($ca, $other_ca, $srv) = RRL::Tls::certs($t);
+#   my ($ca, $other_ca, $srv) = RRL::Tls::setup($t);   # skip_all without TLS
+#   RRL::Tls::nginx_conf('tc', "127.0.0.1:$port cluster tls tls_ca=...");
 
 use strict;
 use warnings;
 
 use Carp qw(croak);
+use Test::More ();
 
 use RRL::Test;
 
@@ -75,6 +82,58 @@ sub cert {
         '-extfile', $ext, '-out', $c{cert});
     readable(@c{qw(cert key)});
     return \%c;
+}
+
+# certs($t): a CA, another CA (for a wrong-CA case) and a server
+# certificate for localhost and 127.0.0.1 signed by the first
+sub certs {
+    my ($t) = @_;
+    my $ca = ca($t, 'ca');
+    my $other_ca = ca($t, 'other-ca');
+    my $srv = cert($t, $ca, 'server', san => 'DNS:localhost,IP:127.0.0.1');
+    return ($ca, $other_ca, $srv);
+}
+
+# setup($t): certs($t), the test file skipped first when the module has no
+# TLS (hiredis 0.14; t/tls.t checks that such a module refuses "tls")
+sub setup {
+    my ($t) = @_;
+    Test::More::plan(skip_all => 'the module is built without TLS (hiredis 0.14); '
+        . 't/tls.t checks that it refuses "tls"')
+        if RRL::Test::hiredis_major() < 1;
+    return certs($t);
+}
+
+# nginx_conf($zone, $server): the config of t/tls_cluster.t and
+# t/tls_sentinel.t: redis_ratelimit_server $server (timeouts of 1 s), a
+# zone of 3r/h on $arg_key limiting / (fail open) and /closed/ (fail
+# closed), the status in X-RL-Status, /metrics
+sub nginx_conf {
+    my ($zone, $server) = @_;
+    return <<"EOF";
+http {
+    redis_ratelimit_server $server timeout=1s connect_timeout=1s;
+    redis_ratelimit_zone \$arg_key zone=$zone rate=3r/h;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        root %%TESTDIR%%/html;
+        add_header X-RL-Status \$redis_ratelimit_status always;
+
+        location / {
+            redis_ratelimit zone=$zone;
+        }
+        location /closed/ {
+            alias %%TESTDIR%%/html/;
+            redis_ratelimit zone=$zone;
+            redis_ratelimit_fail closed;
+        }
+        location = /metrics {
+            redis_ratelimit_metrics;
+        }
+    }
+}
+EOF
 }
 
 # redis-server's TLS arguments: TLS on $port with $srv's certificate,
