@@ -28,7 +28,7 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRRL_COVERAGE=ON \
 cmake --build "$build" -j "$(nproc)" --target rrl_tests > /dev/null
 
 find "$build" -name '*.gcda' -delete
-ctest --test-dir "$build" > "$build/ctest.log" 2>&1 \
+ctest --test-dir "$build" -j "$((2 * $(nproc)))" > "$build/ctest.log" 2>&1 \
     || { tail -20 "$build/ctest.log"; exit 1; }
 tail -3 "$build/ctest.log"
 

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Installs what is missing, builds, and runs a demo on localhost: a Redis
-# and an nginx with the module, limited to 5 requests per 10 seconds per
-# client. Shows passes turning into 429s, waits Retry-After, and passes
-# again. Everything it starts is stopped at the end (--keep leaves it up).
+# Installs what is missing, builds the module (alone: not the unit tests),
+# and runs a demo on localhost: a Redis and an nginx with the module,
+# limited to 5 requests per 10 seconds per client. Shows passes turning
+# into 429s, waits Retry-After, and passes again. Everything it starts is
+# stopped at the end (--keep leaves it up).
 
 set -euo pipefail
 
@@ -10,10 +11,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 keep=0
 [ "${1:-}" = "--keep" ] && keep=1
 
-"$top/scripts/install-deps.sh"
-echo "building..."
+"$top/scripts/install-deps.sh" --demo
+echo "building the module..."
 mkdir -p "$top/build"
-"$top/scripts/build.sh" "$top/build" > "$top/build/build.log" 2>&1 \
+RRL_TARGET=module "$top/scripts/build.sh" "$top/build" \
+    > "$top/build/build.log" 2>&1 \
     || { tail -30 "$top/build/build.log"; exit 1; }
 
 dir=$(mktemp -d /tmp/redis-ratelimit-demo.XXXXXX)

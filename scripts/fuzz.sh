@@ -2,7 +2,8 @@
 # Fuzzes the core's C API with libFuzzer (ASan + UBSan): the targets in
 # tests/fuzz/ (fuzz_reply, fuzz_config, fuzz_key), each for
 # RRL_FUZZ_SECONDS (60) on a copy of its seed corpus in
-# tests/fuzz/corpus/<target>/, so the repository is left as it is. Any
+# tests/fuzz/corpus/<target>/, so the repository is left as it is; as many
+# targets at a time as there are cores (RRL_FUZZ_JOBS), each on one. Any
 # crash, leak, timeout, sanitizer report or broken invariant fails the run;
 # the input is kept and its path printed.
 #
@@ -53,18 +54,35 @@ for src in tests/fuzz/fuzz_*.cpp; do
     targets+=("$(basename "$src" .cpp)")
 done
 
-failed=()
-for t in "${targets[@]}"; do
-    dir=$work/$t
+# one target: its exit status in $dir/rc
+fuzz_one() {
+    local t=$1 dir=$work/$1 rc=0
     mkdir -p "$dir/corpus" "$dir/artifacts"
     if [ -d "tests/fuzz/corpus/$t" ]; then
         cp -R "tests/fuzz/corpus/$t/." "$dir/corpus/"
     fi
-
-    rc=0
     "$build/fuzz/$t" -max_len=4096 -timeout=10 -max_total_time="$seconds" \
         -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
         "$dir/corpus" > "$dir/log" 2>&1 || rc=$?
+    echo "$rc" > "$dir/rc"
+}
+
+fuzz_jobs=${RRL_FUZZ_JOBS:-$(nproc)}
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$fuzz_jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+done
+wait
+
+failed=()
+for t in "${targets[@]}"; do
+    dir=$work/$t
+    rc=$(cat "$dir/rc" 2>/dev/null || echo 1)
 
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log")

@@ -2,6 +2,9 @@
 # Installs, from Debian 12's own packages, whatever the build, the demo and
 # the tests need and this machine lacks. Does nothing when all is there.
 #
+# --demo: only what scripts/demo.sh needs (the build and a Redis), not the
+# tests' and benchmarks' tools (clang, wrk, prometheus, debhelper...).
+#
 # RRL_VALKEY=1 also installs valkey-server 8 (and valkey-cli) from
 # bookworm-backports, adding a sources file for it (the archive of
 # /etc/apt/sources.list.d/debian.sources) if none names it: for the t/ suite
@@ -13,16 +16,21 @@ set -euo pipefail
 # shellcheck source=scripts/apt-source.sh
 . "$(dirname "$0")/apt-source.sh"
 
+# the build (CMake finds GoogleTest even for the module alone) and the demo
 packages=(
     build-essential cmake pkg-config curl
     nginx nginx-dev libhiredis-dev libssl-dev redis-server
-    debhelper
     googletest libgtest-dev
-    perl libtest-redisserver-perl
-    clang libclang-rt-14-dev
-    wrk
-    prometheus
 )
+if [ "${1:-}" != --demo ]; then
+    packages+=(
+        debhelper
+        perl libtest-redisserver-perl
+        clang libclang-rt-14-dev
+        wrk
+        prometheus
+    )
+fi
 
 backports=()
 if [ "${RRL_VALKEY:-0}" = 1 ]; then

@@ -75,7 +75,9 @@ sub free_cluster_port {
             $p, $p + 10000;
         my $ok = $s[0] && $s[1];
         close $_ for grep { $_ } @s;
-        if ($ok) {
+        # and no other test file's (RRL::Test::claim_port)
+        if ($ok && RRL::Test::claim_port($p)
+                && RRL::Test::claim_port($p + 10000)) {
             $taken->{$p} = $taken->{$p + 10000} = 1;
             return $p;
         }

@@ -43,7 +43,7 @@ use Test::More ();
 use RRL::Test::Env qw(module_path nginx_binary nginx_preload
     redis_server_binary redis_cli_binary hiredis_major which run_command
     read_file);
-use RRL::Test::Ports qw(free_port);
+use RRL::Test::Ports qw(free_port claim_port);
 use RRL::Test::Http qw(http http_request_text http_send http_read
     parse_response http_parallel http_burst http_abort);
 use RRL::Test::Conf qw(line_of);

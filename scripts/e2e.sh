@@ -1,0 +1,83 @@
+#!/bin/bash
+# Runs the end-to-end tests (t/*.t) as scripts/test.sh does: RRL_PROVE_JOBS
+# (6) files at a time, the slowest first, then the few listed in `alone`
+# below one by one, with nothing else running.
+#
+# Files share nothing: each starts its own redis-server (and nginx, Cluster,
+# Sentinels) on ports the kernel picks, in a temporary directory of its
+# own. Most of a file's time is waiting (windows, delays, timeouts): 71
+# files take about 340 s one at a time for about 65 s of CPU, so 6 at a time
+# on 2 cores.
+#
+#   scripts/e2e.sh [FILE...]     these files (default: every t/*.t)
+#
+# Environment: what t/ reads (RRL_MODULE, RRL_REDIS_SERVER, ...), and
+# RRL_PROVE_JOBS: files at a time (6; 1: the same order, one at a time).
+
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+# Measured to a few milliseconds, or loading both cores: these run alone,
+# after the others.
+alone=(
+    # two nginx keep 100 ms between 6 delayed requests, seen by the client
+    t/delay.t
+    # 16 closed-loop clients on both cores for 25 s; each pass is put in
+    # its window by the log's time, to within 5 ms
+    t/lease_exact.t
+    # a real-time busy loop takes the worker's CPU for 120 ms, five times,
+    # while Redis must answer on the other
+    t/metrics_reply_and_timer.t
+    # one request after another expects the 11th rejected: a request that
+    # comes while the key's renewal (a cluster round trip) is in flight
+    # asks for its cost alone and can be refused, the renewal holding the
+    # last units (seen once in a parallel run, and once alone under load)
+    t/lease_cluster.t
+)
+
+# The slowest (about 10 s or more one at a time) start first, so that the
+# run does not end on one of them alone.
+slow=(
+    t/lease_ends.t t/overrides_invalid.t t/hostile_redis.t t/deny_cache.t
+    t/deny_cache_delay.t t/sentinel.t t/overrides.t t/lease.t
+    t/cluster_failover.t t/recovery.t t/settle.t
+)
+
+if [ $# -gt 0 ]; then
+    files=("$@")
+else
+    files=(t/*.t)
+fi
+
+in_list() {
+    local f=$1 x
+    shift
+    for x in "$@"; do
+        [ "$x" = "$f" ] && return 0
+    done
+    return 1
+}
+
+first=() rest=() last=()
+for f in "${files[@]}"; do
+    if in_list "$f" "${alone[@]}"; then
+        last+=("$f")
+    elif in_list "$f" "${slow[@]}"; then
+        first+=("$f")
+    else
+        rest+=("$f")
+    fi
+done
+
+rc=0
+together=("${first[@]}" "${rest[@]}")
+if [ ${#together[@]} -gt 0 ]; then
+    prove -j "${RRL_PROVE_JOBS:-6}" --timer "${together[@]}" || rc=1
+fi
+if [ ${#last[@]} -gt 0 ]; then
+    echo "== alone: ${last[*]}"
+    prove --timer "${last[@]}" || rc=1
+fi
+exit $rc
