@@ -41,13 +41,18 @@ alone=(
     # and once in the former CI, one file at a time: a lease race for the
     # leases' owners, not a clock to fix here
     t/lease_cluster.t
+    # the same race on one Redis: the 9th of 10 refused, then the 11th
+    # passed, once in a parallel run (a request that reaches Redis while
+    # another worker's renewal of the key holds its last units); the other
+    # files that count a key's passes through leases exactly, with it
+    t/lease.t t/lease_mixed.t t/lease_ends.t t/lease_zone.t t/settle_lease.t
 )
 
 # The slowest (about 10 s or more one at a time) start first, so that the
 # run does not end on one of them alone.
 slow=(
-    t/lease_ends.t t/overrides_invalid.t t/hostile_redis.t t/deny_cache.t
-    t/deny_cache_delay.t t/sentinel.t t/overrides.t t/lease.t
+    t/overrides_invalid.t t/hostile_redis.t t/deny_cache.t
+    t/deny_cache_delay.t t/sentinel.t t/overrides.t
     t/cluster_failover.t t/recovery.t t/settle.t
 )
 
