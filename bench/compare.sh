@@ -8,8 +8,14 @@
 # figures; asserts nothing; never run by CI.
 #
 #   bench/compare.sh [--rounds N (3)] [--seconds S (4)]
-#                    [--scenario a|o|b|c|d|e|s|t|all (all)]
-#                    [--module SO] [--tls-module SO]
+#                    [--scenario a|o|b|c|d|e|s|t|all (all), or a
+#                     list: "c e"]
+#                    [--module SO] [--tls-module SO] [--plain]
+#
+# --plain: wrk without a Lua script, on one fixed URL (PATH?k=KEY), for the
+# scenarios of one key, (c) and (e): so that wrk's Lua is not what limits
+# (the worker's CPU per request is then the module's cost alone); the
+# scenarios of 10,000 keys keep the script.
 #
 # Each nginx has one worker and serves the same 6-byte static file on
 # loopback; wrk -t1 -c64 --latency runs against each in turn, round after
@@ -105,6 +111,7 @@ rounds=3
 seconds=4
 scenarios=all
 seconds_given=
+plain=
 module=$here/build/ngx_http_redis_ratelimit_module.so
 tls_module=$here/build-hiredis1/ngx_http_redis_ratelimit_module.so
 
@@ -115,6 +122,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
         --seconds) seconds=$2; seconds_given=$2; shift 2 ;;
+        --plain) plain=1; shift ;;
         --scenario) scenarios=$2; shift 2 ;;
         --module) module=$2; shift 2 ;;
         --tls-module) tls_module=$2; shift 2 ;;
@@ -123,11 +131,11 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-case $scenarios in
-    all) scenarios="a o b c d e s t" ;;
-    a|o|b|c|d|e|s|t) ;;
-    *) bad_usage ;;
-esac
+# a list is run in its order: --scenario "c e"
+[ "$scenarios" != all ] || scenarios="a o b c d e s t"
+for s in $scenarios; do
+    case $s in a|o|b|c|d|e|s|t) ;; *) bad_usage ;; esac
+done
 case "$rounds$seconds" in
     *[!0-9]*) bad_usage ;;
 esac
@@ -245,6 +253,7 @@ locations() { # KIND
             limit_req zone=lr_key_m burst=1000 nodelay;
             limit_req zone=lr_global burst=277778 nodelay;" ;;
             limit_req:c) body="limit_req zone=lr_bot;" ;;
+            limit_req:e) body="limit_req zone=lr_e burst=1000 nodelay;" ;;
             peer:a-fw) body="access_by_lua_block { rrl_peer.check(rrl_a_fw, ngx.var.arg_k) }" ;;
             peer:a-sw) body="access_by_lua_block { rrl_peer.check(rrl_a_sw, ngx.var.arg_k) }" ;;
             peer:b) body="access_by_lua_block { rrl_peer.check(rrl_b, ngx.var.arg_k) }" ;;
@@ -287,6 +296,7 @@ limiter() { # KIND REDIS_HOST REDIS_PORT [SERVER PARAMETERS]
     limit_req_zone $arg_k zone=lr_key_m:10m rate=60000r/m;
     limit_req_zone global zone=lr_global:1m rate=277778r/s;
     limit_req_zone $arg_k zone=lr_bot:1m rate=10r/s;
+    limit_req_zone $arg_k zone=lr_e:1m rate=1000000r/s;
     limit_req_status 429;
     limit_req_log_level info;
 CONF
@@ -524,7 +534,7 @@ estimate=0
 for s in $scenarios; do
     case $s in a) estimate=$((estimate + 8)) ;; t) estimate=$((estimate + 2)) ;;
         o) estimate=$((estimate + 5)) ;; d) estimate=$((estimate + 6)) ;;
-        e) estimate=$((estimate + 3)) ;; s) ;; *) estimate=$((estimate + 4)) ;; esac
+        e) estimate=$((estimate + 4)) ;; s) ;; *) estimate=$((estimate + 4)) ;; esac
 done
 estimate=$((estimate * (rounds * seconds + 1) + 15))
 case " $scenarios " in
@@ -682,13 +692,14 @@ for s in $scenarios; do
         ;;
     e)
         target e.bare bare /e/index.html shared - "bare nginx"
+        target e.limit_req limit_req /e/index.html shared - "nginx limit_req"
         target e.module module /e/index.html shared "127.0.0.1:$redis_port" "this module, exact"
         target e.lease lease /e/index.html shared "127.0.0.1:$redis_port" \
             "this module, lease=10%" e_fw_lease
-        run e.bare e.module e.lease
+        run e.bare e.limit_req e.module e.lease
         table "(e) one key shared by all connections, below its limit: fixed_window, 1000000r/s (nothing rejected)" \
-            e.bare e.module e.lease
-        echo "  ratios (req/s): module exact/bare $(ratio e.module e.bare)"
+            e.bare e.limit_req e.module e.lease
+        echo "  ratios (req/s): module exact/bare $(ratio e.module e.bare)  limit_req/bare $(ratio e.limit_req e.bare)  lease=/limit_req $(ratio e.lease e.limit_req)"
         lease_ratios e.bare e.module e.lease
         ;;
     esac

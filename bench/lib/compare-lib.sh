@@ -164,8 +164,11 @@ redis_stats() {
 }
 
 wrk_run() { # ID SECONDS -> wrk's output
-    wrk -t1 -c64 -d"$2s" --latency -s "$dir/keys.lua" \
-        "http://127.0.0.1:${http_port[${t_inst[$1]}]}${t_path[$1]}" -- "${t_keys[$1]}"
+    local url="http://127.0.0.1:${http_port[${t_inst[$1]}]}${t_path[$1]}"
+    case ${plain:-}:${t_keys[$1]} in
+        1:*[!0-9]*) wrk -t1 -c64 -d"$2s" --latency "$url?k=${t_keys[$1]}" ;;
+        *) wrk -t1 -c64 -d"$2s" --latency -s "$dir/keys.lua" "$url" -- "${t_keys[$1]}" ;;
+    esac
 }
 
 measure() { # ID: one run, appended to results/ID
