@@ -12,6 +12,9 @@
 #include "key.hpp"
 #include "rrl_call_args.h"
 
+// where rrl_call_limit() writes a limit's Redis key
+static char redis_key_buf[1024];
+
 namespace {
 
 const std::string sha1(40, 'a');
@@ -405,7 +408,7 @@ TEST(CallLimit, TheZonesWithTheRequestsCostKeyAndDelay) {
     rrl_call_limit_t l;
     std::memset(&l, 0xff, sizeof(l));
 
-    rrl_call_limit(&l, &zone, 3, nullptr, 0, key, 6, 250);
+    rrl_call_limit(&l, &zone, 3, nullptr, 0, key, 6, 250, redis_key_buf);
 
     EXPECT_EQ(std::string(l.zone, l.zone_len), "A");
     EXPECT_EQ(l.algorithm, RRL_TOKEN_BUCKET);
@@ -417,6 +420,8 @@ TEST(CallLimit, TheZonesWithTheRequestsCostKeyAndDelay) {
     EXPECT_EQ(l.cost, 3u);
     EXPECT_EQ(l.key, key);
     EXPECT_EQ(l.key_len, 6u);
+    EXPECT_EQ(std::string(l.redis_key, l.redis_key_len),
+              rrl::build_key("A", *rrl::algorithm(RRL_TOKEN_BUCKET), "client"));
     EXPECT_EQ(l.delay, 250u);
     EXPECT_EQ(l.lease_want, 0u);
     EXPECT_EQ(l.settle_actual, 0u);
@@ -432,7 +437,7 @@ TEST(CallLimit, ACostValueIsParsedAsCostEqualsVarIs) {
         size_t len = std::strlen(text);
         rrl_call_limit(&l, &zone, 9,
                        reinterpret_cast<const unsigned char*>(text), len, key,
-                       1, RRL_DELAY_NONE);
+                       1, RRL_DELAY_NONE, redis_key_buf);
         EXPECT_EQ(
             l.cost,
             rrl_cost_parse(reinterpret_cast<const unsigned char*>(text), len))

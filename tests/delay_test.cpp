@@ -12,6 +12,9 @@
 #include "local_zone.hpp"
 #include "rrl_call_args.h"
 
+// where rrl_call_limit() writes a limit's Redis key
+static char redis_key_buf[1024];
+
 namespace {
 
 constexpr std::int64_t kNow = 1700000000LL * 1000000 + 250000;
@@ -131,7 +134,7 @@ rrl_call_limit_t overridden(const rrl_call_limit_t& zone, std::uint64_t delay,
                             std::uint64_t n, std::uint64_t period_ms,
                             std::uint64_t burst, std::uint64_t cost = 1) {
     rrl_call_limit_t l;
-    rrl_call_limit(&l, &zone, cost, nullptr, 0, nullptr, 0, delay);
+    rrl_call_limit(&l, &zone, cost, nullptr, 0, nullptr, 0, delay, redis_key_buf);
     l.override = RRL_OVERRIDE_RATE;
     l.limit = n;
     l.period_ms = period_ms;
@@ -182,18 +185,18 @@ TEST(Delay, TheBoundNeverShortensTheZonesOwnWaits) {
     // the tests above, the longest of them exactly the bound
     rrl_call_limit_t zone = leaky(10, 1000, 5, RRL_DELAY_NONE);
     rrl_call_limit_t l;
-    rrl_call_limit(&l, &zone, 2, nullptr, 0, nullptr, 0, 0);
+    rrl_call_limit(&l, &zone, 2, nullptr, 0, nullptr, 0, 0, redis_key_buf);
     EXPECT_EQ(l.zone_limit, 10u);
     EXPECT_EQ(waits(l, {0, 0, 0, 0}),
               (std::vector<std::int64_t>{0, 200000, 400000, -1}));
 
     rrl_call_limit_t z4 = leaky(10, 1000, 4, RRL_DELAY_NONE);
-    rrl_call_limit(&l, &z4, 1, nullptr, 0, nullptr, 0, 2);
+    rrl_call_limit(&l, &z4, 1, nullptr, 0, nullptr, 0, 2, redis_key_buf);
     EXPECT_EQ(waits(l, {0, 0, 0, 0}, 2),
               (std::vector<std::int64_t>{0, 0, 200000, -1}));
 
     rrl_call_limit_t z6 = leaky(6, 1000, 5, RRL_DELAY_NONE);
-    rrl_call_limit(&l, &z6, 1, nullptr, 0, nullptr, 0, 1);
+    rrl_call_limit(&l, &z6, 1, nullptr, 0, nullptr, 0, 1, redis_key_buf);
     std::vector<std::int64_t> w = waits(l, {0, 0, 0, 0, 0, 0, 0});
     EXPECT_NEAR(static_cast<double>(w[5]), 666666.67, 1.0);
     EXPECT_EQ(w[6], -1);

@@ -1,6 +1,7 @@
 #include "call_args.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 
 #include "key.hpp"
@@ -20,11 +21,23 @@ constexpr std::size_t suffix_max =
     std::max(std::string_view(RRL_OVERRIDES_SUFFIX).size(),
              std::string_view(RRL_LEASE_SUFFIX).size());
 
-// "C:W:B:T"
-std::string lease_cost(const CallLimit& l) {
-    std::int64_t at = l.lease_back == 0 ? 0 : l.lease_back_at;
-    return std::to_string(l.cost) + ':' + std::to_string(lease_want(l)) + ':' +
-           std::to_string(l.lease_back) + ':' + std::to_string(at);
+template <typename Int>
+void append_number(std::string& out, Int v) {
+    char digits[number_max + 1];
+    auto end = std::to_chars(digits, digits + sizeof(digits), v).ptr;
+    out.append(digits, static_cast<std::size_t>(end - digits));
+}
+
+// a check's cost field: C, or a lease limit's "C:W:B:T"
+void append_check_cost(std::string& out, const CallLimit& l) {
+    append_number(out, l.cost);
+    if (l.lease == 0) return;
+    out.push_back(':');
+    append_number(out, lease_want(l));
+    out.push_back(':');
+    append_number(out, l.lease_back);
+    out.push_back(':');
+    append_number(out, l.lease_back == 0 ? 0 : l.lease_back_at);
 }
 
 }  // namespace
@@ -47,26 +60,17 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
     return size;
 }
 
-namespace {
-
-// a check's cost field: C, or a lease limit's "C:W:B:T"
-std::string check_cost(const CallLimit& l) {
-    return l.lease != 0 ? lease_cost(l) : std::to_string(l.cost);
-}
-
-}  // namespace
-
 std::vector<std::string_view> call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
-    return form_args(sha1, "", check_cost, limits, n, out);
+    return form_args(sha1, "", nullptr, limits, n, out);
 }
 
 std::vector<std::string_view> form_args(std::string_view sha1,
                                         std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
-    std::vector<std::size_t> ends;
+    SmallVector<std::size_t, 4 + (1 + RRL_ARGS_PER_LIMIT) * 8> ends;
     ends.reserve(4 + (1 + RRL_ARGS_PER_LIMIT) * n);
 
     std::size_t start = out.size();
@@ -74,30 +78,44 @@ std::vector<std::string_view> form_args(std::string_view sha1,
         out.append(s);
         ends.push_back(out.size());
     };
+    auto push_number = [&](std::uint64_t v) {
+        append_number(out, v);
+        ends.push_back(out.size());
+    };
 
     push(evalsha);
     push(sha1);
-    push(std::to_string(n));
+    push_number(n);
 
     for (std::size_t i = 0; i < n; i++) {
-        push(build_key(limits[i].zone, *limits[i].algorithm, limits[i].key));
+        const CallLimit& l = limits[i];
+        if (!l.redis_key.empty()) {
+            push(l.redis_key);
+            continue;
+        }
+        std::size_t at = out.size();
+        out.resize(at + key_max_len(l.zone.size()));
+        out.resize(at + write_key(&out[at], l.zone, *l.algorithm, l.key));
+        ends.push_back(out.size());
     }
 
     push(form);
 
     for (std::size_t i = 0; i < n; i++) {
         const CallLimit& l = limits[i];
-        if (l.lease != 0) {
-            push(std::string(l.algorithm->name) + RRL_LEASE_SUFFIX);
-        } else if (l.overrides) {
-            push(std::string(l.algorithm->name) + RRL_OVERRIDES_SUFFIX);
+        out.append(l.algorithm->name);
+        push(l.lease != 0   ? RRL_LEASE_SUFFIX
+             : l.overrides ? RRL_OVERRIDES_SUFFIX
+                           : "");
+        push_number(l.limit);
+        push_number(l.period_ms);
+        push_number(l.burst);
+        if (cost == nullptr) {
+            append_check_cost(out, l);
+            ends.push_back(out.size());
         } else {
-            push(l.algorithm->name);
+            push(cost(l));
         }
-        push(std::to_string(l.limit));
-        push(std::to_string(l.period_ms));
-        push(std::to_string(l.burst));
-        push(cost(l));
     }
 
     // views only now: out may have grown on the way
@@ -111,7 +129,7 @@ std::vector<std::string_view> form_args(std::string_view sha1,
 }
 
 bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
-                    std::vector<CallLimit>& out) {
+                    CallLimits& out) {
     out.reserve(n);
     for (std::size_t i = 0; i < n; i++) {
         const Algorithm* a = algorithm(in[i].algorithm);
@@ -124,6 +142,7 @@ bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
         l.burst = in[i].burst;
         l.cost = in[i].cost;
         l.key = {reinterpret_cast<const char*>(in[i].key), in[i].key_len};
+        l.redis_key = {in[i].redis_key, in[i].redis_key_len};
         l.overrides = in[i].overrides != 0;
         l.lease = in[i].lease;
         l.lease_want = in[i].lease_want;

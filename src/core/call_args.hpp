@@ -13,6 +13,7 @@
 #include "algorithm.hpp"
 #include "rrl.h"
 #include "rrl_call_args.h"
+#include "small_vector.hpp"
 
 namespace rrl {
 
@@ -39,11 +40,16 @@ struct CallLimit {
     std::uint64_t settle_limit = 0;
     std::uint64_t settle_period_ms = 0;
     std::uint64_t settle_burst = 0;
+    // its state's Redis key (key.hpp) when made already, else empty
+    std::string_view redis_key;
 };
+
+// A request's limits: its few without a heap allocation.
+using CallLimits = SmallVector<CallLimit, 8>;
 
 // The C API's limits as the core's (views into in); false: a bad algorithm.
 bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
-                    std::vector<CallLimit>& out);
+                    CallLimits& out);
 
 // W of a lease limit: what it asks for, at least the cost and 1.
 std::uint64_t lease_want(const CallLimit& limit);
@@ -62,7 +68,8 @@ std::vector<std::string_view> call_args(std::string_view sha1,
                                         std::string& out);
 
 // The layout of call_args() for the script's other forms (settle.hpp):
-// ARGV[1] is form and each limit's cost field cost(limit).
+// ARGV[1] is form and each limit's cost field cost(limit) (nullptr: a
+// check's, C or a lease limit's "C:W:B:T").
 using CostField = std::string (*)(const CallLimit&);
 std::vector<std::string_view> form_args(std::string_view sha1,
                                         std::string_view form, CostField cost,

@@ -116,11 +116,8 @@ size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
     return guarded("rrl_key_build", size_t{0}, [&] {
         const rrl::Algorithm* a = rrl::algorithm(algorithm);
         if (a == nullptr) return size_t{0};
-        std::string k = rrl::build_key(
-            {zone, zone_len}, *a,
-            {reinterpret_cast<const char*>(key), key_len});
-        std::memcpy(buf, k.data(), k.size());
-        return k.size();
+        return rrl::write_key(buf, {zone, zone_len}, *a,
+                              {reinterpret_cast<const char*>(key), key_len});
     });
 }
 
@@ -289,7 +286,7 @@ size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,
 size_t rrl_ratelimit_policy(char* buf, size_t size,
                             const rrl_policy_t* policies, size_t n) noexcept {
     return guarded("rrl_ratelimit_policy", size_t{0}, [&] {
-        auto v = rrl::ratelimit_policy({policies, policies + n});
+        auto v = rrl::ratelimit_policy(policies, n);
         return v ? put(*v, buf, size) : 0;
     });
 }

@@ -1,6 +1,7 @@
 // The C API of call_args.hpp.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "call_args.hpp"
 #include "capi.hpp"
@@ -14,7 +15,7 @@ using rrl::capi::guarded;
 void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
                     uint64_t cost, const unsigned char* cost_text,
                     size_t cost_len, const unsigned char* key, size_t key_len,
-                    uint64_t delay) noexcept {
+                    uint64_t delay, char* redis_key) noexcept {
     *limit = *zone;
     limit->zone_limit = zone->limit;
     limit->zone_period_ms = zone->period_ms;
@@ -23,11 +24,14 @@ void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
     limit->key = key;
     limit->key_len = key_len;
     limit->delay = delay;
+    limit->redis_key = redis_key;
+    limit->redis_key_len = rrl_key_build(redis_key, zone->zone, zone->zone_len,
+                                         zone->algorithm, key, key_len);
 }
 
 size_t rrl_call_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_call_args_size", size_t{0}, [&] {
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         return rrl::to_call_limits(limits, n, l)
                    ? rrl::call_args_size(l.data(), n)
                    : size_t{0};
@@ -38,7 +42,7 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
                   const rrl_call_limit_t* limits, size_t n, const char** argv,
                   size_t* argvlen) noexcept {
     return guarded("rrl_call_args", RRL_ERROR, [&] {
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
 
         std::string out;
@@ -50,7 +54,7 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
 
 size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_reply_values", size_t{0}, [&] {
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         return rrl::to_call_limits(limits, n, l)
                    ? rrl::reply_values(l.data(), n)
                    : size_t{0};
@@ -59,21 +63,28 @@ size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
 
 namespace {
 
+// a reply without its overrides' and leases' integers
+using Compact =
+    rrl::SmallVector<int64_t, RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * 8>;
+
 // The reply's overrides into overrides (the limits applied: a rate's or a
 // block's, else the zone's) and its leases into leases, and the reply
 // without them into compact, as wide as one without either; "" or what is
 // not the script's.
 std::string read_extras(const int64_t* values,
-                        const std::vector<rrl::CallLimit>& l,
-                        std::vector<int64_t>& compact,
-                        std::vector<rrl::Override>& overrides,
-                        std::vector<rrl::Lease>& leases) {
-    compact.assign(values, values + RRL_REPLY_HEADER);
+                        const rrl::CallLimits& l, Compact& compact,
+                        rrl::SmallVector<rrl::Override, 8>& overrides,
+                        rrl::SmallVector<rrl::Lease, 8>& leases) {
+    for (std::size_t k = 0; k < RRL_REPLY_HEADER; k++) {
+        compact.push_back(values[k]);
+    }
     const int64_t* v = values + RRL_REPLY_HEADER;
     bool committed = values[0] == 1;
 
     for (const rrl::CallLimit& limit : l) {
-        compact.insert(compact.end(), v, v + RRL_REPLY_PER_LIMIT);
+        for (std::size_t k = 0; k < RRL_REPLY_PER_LIMIT; k++) {
+            compact.push_back(v[k]);
+        }
         rrl_limit_result_t r{static_cast<int>(v[0]), v[1], v[2], v[3]};
         const int64_t* extra = v + RRL_REPLY_PER_LIMIT;
         rrl::Override o{RRL_OVERRIDE_NONE, limit.limit, limit.period_ms,
@@ -118,16 +129,18 @@ int rrl_call_reply_decode(const int64_t* values, size_t nvalues,
             limits[k].lease_ttl_us = 0;
         }
 
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
 
         // the script's reply to limits with overrides or leases (not a
         // failed request's, -1); the deny cache and the local zone write 4
         // a limit
-        std::vector<int64_t> compact;
-        std::vector<rrl::Override> overrides;
-        std::vector<rrl::Lease> leases;
-        std::vector<bool> hidden(n, false);
+        Compact compact;
+        rrl::SmallVector<rrl::Override, 8> overrides;
+        rrl::SmallVector<rrl::Lease, 8> leases;
+        bool few[8] = {};
+        std::unique_ptr<bool[]> many(n > 8 ? new bool[n]() : nullptr);
+        bool* hidden = many ? many.get() : few;
 
         if (nvalues == rrl::reply_values(l.data(), n) &&
             nvalues != RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n &&
@@ -205,7 +218,7 @@ size_t rrl_override_message(char* buf, size_t size,
             std::find_if(limits, limits + n, [](const rrl_call_limit_t& l) {
                 return l.override == RRL_OVERRIDE_INVALID;
             });
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         if (invalid == limits + n || !rrl::to_call_limits(invalid, 1, l)) {
             return size_t{0};
         }

@@ -8,6 +8,7 @@
 #include "capi.hpp"
 #include "lease.hpp"
 #include "rrl_lease_call.h"
+#include "small_vector.hpp"
 
 using rrl::capi::guarded;
 
@@ -60,7 +61,7 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
                          int64_t renew_timeout_us, int64_t* values,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
-        std::vector<rrl_lease_limit_t> l;
+        rrl::SmallVector<rrl_lease_limit_t, 8> l;
         std::size_t leased = 0, leasable = 0;
 
         for (std::size_t i = 0; i < n; i++) {
@@ -75,7 +76,7 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
         if (leased == 0) return RRL_LEASE_NONE;
 
         if (!ask) {
-            std::vector<int> flags(n, 0);
+            rrl::SmallVector<int, 8> flags(n, 0);
             if (leased < n ||
                 !rrl_lease_decide(l.data(), entries, n, now_us, wall_us,
                                   renew_timeout_us, values, flags.data())) {
@@ -163,6 +164,9 @@ int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,
         rn->key.assign(reinterpret_cast<const char*>(limit->key),
                        limit->key_len);
         rn->limit.key = reinterpret_cast<const unsigned char*>(rn->key.data());
+        // made anew from the key copied: the request's ends with its pool
+        rn->limit.redis_key = nullptr;
+        rn->limit.redis_key_len = 0;
         rn->limit.cost = 0;
         rn->limit.lease_want = want;
         rn->limit.lease_back = 0;

@@ -103,7 +103,7 @@ int rrl_settle_plan(unsigned status, int leased, int64_t redis_now_us,
 
 size_t rrl_settle_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_settle_args_size", size_t{0}, [&] {
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         return rrl::to_call_limits(limits, n, l)
                    ? rrl::settle_args_size(l.data(), n)
                    : size_t{0};
@@ -114,7 +114,7 @@ int rrl_settle_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
                     const rrl_call_limit_t* limits, size_t n, const char** argv,
                     size_t* argvlen) noexcept {
     return guarded("rrl_settle_args", RRL_ERROR, [&] {
-        std::vector<rrl::CallLimit> l;
+        rrl::CallLimits l;
         if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
         for (const rrl::CallLimit& x : l) {
             if (x.settle_at_us < 0) return RRL_ERROR;

@@ -13,7 +13,7 @@ size_t rrl_shown_fields(char* buf, size_t size, const rrl_shown_t* shown,
                         rrl_field_t fields[RRL_SHOWN_FIELDS],
                         size_t* n) noexcept {
     return guarded("rrl_shown_fields", size_t{0}, [&] {
-        std::vector<rrl::Field> f = rrl::shown_fields(*shown);
+        rrl::Fields f = rrl::shown_fields(*shown);
         size_t len = 0;
         for (const rrl::Field& field : f) len += field.value.size();
         if (len > size) return len;

@@ -29,10 +29,11 @@ std::optional<std::string> sf_string(std::string_view s) {
     return out;
 }
 
-std::optional<std::string> ratelimit_policy(
-    const std::vector<rrl_policy_t>& policies) {
+std::optional<std::string> ratelimit_policy(const rrl_policy_t* policies,
+                                            std::size_t n) {
     std::string out;
-    for (const rrl_policy_t& p : policies) {
+    for (std::size_t i = 0; i < n; i++) {
+        const rrl_policy_t& p = policies[i];
         auto name = sf_string({p.zone, p.zone_len});
         if (!name) return std::nullopt;
         if (!out.empty()) out += ", ";

@@ -28,8 +28,8 @@ namespace rrl {
 // may hold (outside printable ASCII).
 std::optional<std::string> sf_string(std::string_view s);
 
-std::optional<std::string> ratelimit_policy(
-    const std::vector<rrl_policy_t>& policies);
+std::optional<std::string> ratelimit_policy(const rrl_policy_t* policies,
+                                            std::size_t n);
 
 std::optional<std::string> ratelimit(std::string_view zone,
                                      std::int64_t remaining,

@@ -1,5 +1,7 @@
 #include "key.hpp"
 
+#include <cstring>
+
 #include "rrl.h"
 #include "sha1.hpp"
 
@@ -30,21 +32,36 @@ std::size_t key_max_len(std::size_t zone_len) {
     return prefix.size() + zone_len + 1 + key_raw_max + 2 + tag_max;
 }
 
-std::string build_key(std::string_view zone, const Algorithm& algorithm,
-                      std::string_view client_key) {
-    std::string key;
-    key.reserve(key_max_len(zone.size()));
-    key.append(prefix).append(zone).push_back(':');
+std::size_t write_key(char* buf, std::string_view zone,
+                      const Algorithm& algorithm, std::string_view client_key) {
+    char* p = buf;
+    auto put = [&p](std::string_view s) {
+        if (s.empty()) return;  // no memcpy from a null view's data
+        std::memcpy(p, s.data(), s.size());
+        p += s.size();
+    };
+
+    put(prefix);
+    put(zone);
+    put(":");
 
     if (client_key.size() > key_raw_max ||
         (!client_key.empty() && client_key[0] == '#')) {
-        key.push_back('#');
-        key.append(sha1_hex(client_key));
+        put("#");
+        put(sha1_hex(client_key));
     } else {
-        key.append(client_key);
+        put(client_key);
     }
 
-    key.append("}:").append(algorithm.key_tag);
+    put("}:");
+    put(algorithm.key_tag);
+    return static_cast<std::size_t>(p - buf);
+}
+
+std::string build_key(std::string_view zone, const Algorithm& algorithm,
+                      std::string_view client_key) {
+    std::string key(key_max_len(zone.size()), '\0');
+    key.resize(write_key(key.data(), zone, algorithm, client_key));
     return key;
 }
 

@@ -21,6 +21,10 @@ std::size_t key_max_len(std::size_t zone_len);
 std::string build_key(std::string_view zone, const Algorithm& algorithm,
                       std::string_view client_key);
 
+// build_key() written into buf (key_max_len(zone.size()) bytes): its length.
+std::size_t write_key(char* buf, std::string_view zone,
+                      const Algorithm& algorithm, std::string_view client_key);
+
 // Bytes outside printable ASCII, '"' and '\' become \xNN. A result longer
 // than max_len (at least 3) is cut between characters and ends in "...".
 std::string printable(std::string_view bytes, std::size_t max_len);

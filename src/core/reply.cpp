@@ -22,13 +22,13 @@ bool is_duration(std::int64_t v) { return v >= 0 && v <= max_duration_us; }
 // The limit the headers describe: the lowest remaining among the limits
 // that decided (all of them on a pass, the rejecting ones on a reject);
 // on a tie, the one that takes longest to recover.
-std::size_t reported_limit(const std::vector<rrl_limit_result_t>& limits,
-                           bool passed, const std::vector<bool>& hidden) {
+std::size_t reported_limit(const SmallVector<rrl_limit_result_t, 8>& limits,
+                           bool passed, const bool* hidden) {
     std::size_t best = limits.size();
     for (std::size_t i = 0; i < limits.size(); i++) {
         const rrl_limit_result_t& l = limits[i];
         if (!passed && l.passed) continue;
-        if (i < hidden.size() && hidden[i]) continue;
+        if (hidden != nullptr && hidden[i]) continue;
         if (best == limits.size()) {
             best = i;
             continue;
@@ -63,7 +63,7 @@ bool is_noscript(std::string_view error_reply) {
 
 std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
                                     std::size_t nlimits, std::string* error,
-                                    const std::vector<bool>& hidden) {
+                                    const bool* hidden) {
     auto fail = [error](std::string why) -> std::optional<Decoded> {
         if (error != nullptr) *error = std::move(why);
         return std::nullopt;

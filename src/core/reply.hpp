@@ -12,20 +12,21 @@
 #include <vector>
 
 #include "rrl.h"
+#include "small_vector.hpp"
 
 namespace rrl {
 
 struct Decoded {
-    std::vector<rrl_limit_result_t> limits;
+    SmallVector<rrl_limit_result_t, 8> limits;
     rrl_decision_t decision;
 };
 
 // Returns nullopt (and says why in *error) when the reply is not one the
-// script can have sent for nlimits limits. A limit marked in hidden (an
-// unlimited override) is never the reported one unless all are.
+// script can have sent for nlimits limits. A limit marked in hidden (nlimits
+// flags, or none: an unlimited override) is never the reported one unless all are.
 std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
                                     std::size_t nlimits, std::string* error,
-                                    const std::vector<bool>& hidden = {});
+                                    const bool* hidden = nullptr);
 
 // Whole seconds, rounded up: a client that waits that long is not early.
 std::int64_t seconds_up(std::int64_t us);

@@ -71,6 +71,9 @@ typedef struct {
     uint64_t              cost;
     const unsigned char  *key;         /* the client's, as evaluated */
     size_t                key_len;
+    /* its state's Redis key (rrl_key_build()), made once; NULL: not yet */
+    const char           *redis_key;
+    size_t                redis_key_len;
     uint64_t              delay;       /* D of delay=D; RRL_DELAY_NONE */
     int                   overrides;   /* its zone has overrides=on */
     int                   override;    /* RRL_OVERRIDE_*, once decoded */
@@ -97,11 +100,14 @@ typedef struct {
 /*
  * A request's limit: its zone's (zone, as configured), with the cost (the
  * evaluated cost=$VAR's text as rrl_cost_parse() reads it; NULL: cost),
- * the key and delay given; the rest as the zone's.
+ * the key and delay given; the rest as the zone's. Its Redis key is
+ * written into redis_key (rrl_key_max_len(zone->zone_len) bytes), the
+ * key the call, the deny cache, the lease table and the local zone use.
  */
 void rrl_call_limit(rrl_call_limit_t *limit, const rrl_call_limit_t *zone,
     uint64_t cost, const unsigned char *cost_text, size_t cost_len,
-    const unsigned char *key, size_t key_len, uint64_t delay) RRL_NOEXCEPT;
+    const unsigned char *key, size_t key_len, uint64_t delay,
+    char *redis_key) RRL_NOEXCEPT;
 
 /* the integers of the script's reply to a check of these limits */
 size_t rrl_reply_values(const rrl_call_limit_t *limits, size_t n)

@@ -74,12 +74,12 @@ bool charged(const rrl_shown_t& shown) {
 
 }  // namespace
 
-std::vector<Field> shown_fields(const rrl_shown_t& shown) {
+Fields shown_fields(const rrl_shown_t& shown) {
     if (!shows_limit(shown)) return {};
 
     const rrl_decision_t& d = *shown.decision;
     const rrl_call_limit_t& reported = shown.limits[d.reported];
-    std::vector<Field> fields;
+    Fields fields;
 
     if (shown.show & show::legacy) {
         fields.push_back({"X-RateLimit-Limit",
@@ -91,13 +91,13 @@ std::vector<Field> shown_fields(const rrl_shown_t& shown) {
     }
 
     if (shown.show & show::draft) {
-        std::vector<rrl_policy_t> policies;
+        SmallVector<rrl_policy_t, 8> policies;
         for (std::size_t i = 0; i < shown.nlimits; i++) {
             if (is_shown(shown.limits[i])) {
                 policies.push_back(policy_of(shown.limits[i], shown));
             }
         }
-        auto policy = ratelimit_policy(policies);
+        auto policy = ratelimit_policy(policies.data(), policies.size());
         auto ratelimit_field =
             ratelimit(zone_of(reported), d.remaining, d.reset_after);
         if (!policy || !ratelimit_field) return {};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rrl_shown.h"
+#include "small_vector.hpp"
 
 namespace rrl {
 
@@ -22,7 +23,8 @@ struct Field {
 
 // In the order a response has them; none when the zone names cannot be
 // written (not printable ASCII).
-std::vector<Field> shown_fields(const rrl_shown_t& shown);
+using Fields = SmallVector<Field, RRL_SHOWN_FIELDS>;
+Fields shown_fields(const rrl_shown_t& shown);
 
 // nullopt: the variable is not found (not limited, not decided, no reply)
 std::optional<std::string> shown_variable(int variable,

@@ -62,8 +62,8 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        key.data = (u_char *) ctx->call_limits[i].redis_key;
+        key.len = ctx->call_limits[i].redis_key_len;
 
         sn = ngx_http_redis_ratelimit_deny_limit(rmcf, ctx->limits[i]->zone,
                                                  ctx->conf->dry_run,
@@ -115,8 +115,8 @@ ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_uint_t  i;
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        key.data = (u_char *) ctx->call_limits[i].redis_key;
+        key.len = ctx->call_limits[i].redis_key_len;
 
         ngx_http_redis_ratelimit_deny_keep(ctx->limits[i]->zone,
                                            ctx->conf->dry_run, &key,

@@ -215,21 +215,22 @@ ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
 }
 
 
-/* evaluates keys and costs; the core lays out the script call's arguments */
+/*
+ * evaluates keys and costs, the core writes each limit's Redis key; the
+ * call's arguments are laid out only for a request that goes to Redis
+ */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_loc_conf_t *rlcf,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_str_t                              key, cost;
-    ngx_uint_t                             i, n, nkeys;
-    rrl_call_limit_t                      *call;
-    ngx_http_redis_ratelimit_zone_t       *zone;
-    ngx_http_redis_ratelimit_limit_t      *limits, **active;
-    ngx_http_redis_ratelimit_main_conf_t  *rmcf;
-
-    rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
+    char                              *redis_key;
+    ngx_str_t                          key, cost;
+    ngx_uint_t                         i, n, nkeys;
+    rrl_call_limit_t                  *call;
+    ngx_http_redis_ratelimit_zone_t   *zone;
+    ngx_http_redis_ratelimit_limit_t  *limits, **active;
 
     limits = rlcf->limits.elts;
     n = rlcf->limits.nelts;
@@ -263,9 +264,14 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
+        redis_key = ngx_pnalloc(r->pool, rrl_key_max_len(zone->call.zone_len));
+        if (redis_key == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
         rrl_call_limit(&call[nkeys], &zone->call, limits[i].cost,
                        limits[i].cost_value ? cost.data : NULL, cost.len,
-                       key.data, key.len, limits[i].delay);
+                       key.data, key.len, limits[i].delay, redis_key);
 
         active[nkeys++] = &limits[i];
     }
@@ -278,31 +284,14 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ctx->argc = RRL_CALL_ARGC(nkeys);
-
-    ctx->args_size = rrl_call_args_size(call, nkeys);
-    ctx->args = ngx_pnalloc(r->pool, ctx->args_size);
-    ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
-    ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
-
     ctx->result.capacity = rrl_reply_values(call, nkeys);
     ctx->result.values = ngx_palloc(r->pool,
                                     ctx->result.capacity * sizeof(int64_t));
     ctx->limit_results = ngx_palloc(r->pool,
                                     nkeys * sizeof(rrl_limit_result_t));
 
-    if (ctx->args_size == 0 || ctx->args == NULL || ctx->argv == NULL
-        || ctx->argvlen == NULL || ctx->result.values == NULL
-        || ctx->limit_results == NULL
-        || rrl_call_args(ctx->args, ctx->args_size,
-                         (char *) rmcf->script_sha1.data, rmcf->script_sha1.len,
-                         call, nkeys, ctx->argv, ctx->argvlen)
-           != RRL_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return NGX_OK;
+    return (ctx->result.values && ctx->limit_results)
+           ? NGX_OK : NGX_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 

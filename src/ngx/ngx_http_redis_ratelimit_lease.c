@@ -60,8 +60,8 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        key.data = (u_char *) ctx->call_limits[i].redis_key;
+        key.len = ctx->call_limits[i].redis_key_len;
 
         sn = ctx->call_limits[i].lease
              ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, ask) : NULL;
@@ -95,14 +95,8 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    /* the arguments again, with what the lease limits want */
-    return (rc == RRL_LEASE_ASK
-            && rrl_call_args(ctx->args, ctx->args_size,
-                             (char *) rmcf->script_sha1.data,
-                             rmcf->script_sha1.len, ctx->call_limits,
-                             ctx->nlimits, ctx->argv, ctx->argvlen)
-               != RRL_OK)
-           ? NGX_ERROR : NGX_DECLINED;
+    /* what the lease limits want goes into the call's arguments */
+    return NGX_DECLINED;
 }
 
 
@@ -125,7 +119,7 @@ ngx_http_redis_ratelimit_lease_learn(ngx_http_redis_ratelimit_ctx_t *ctx,
     for (i = 0; i < ctx->nlimits; i++) {
         if (ctx->call_limits[i].lease) {
             ngx_http_redis_ratelimit_lease_learned(ctx->limits[i]->zone,
-                ctx->argv[RRL_CALL_KEY(i)], ctx->argvlen[RRL_CALL_KEY(i)],
+                ctx->call_limits[i].redis_key, ctx->call_limits[i].redis_key_len,
                 &ctx->call_limits[i], &ctx->limit_results[i], how,
                 ctx->result.values[1], ctx->sent);
         }

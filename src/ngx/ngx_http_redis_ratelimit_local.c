@@ -67,8 +67,8 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&lctx->shm);
 
     for (i = 0; i < n; i++) {
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        key.data = (u_char *) ctx->call_limits[i].redis_key;
+        key.len = ctx->call_limits[i].redis_key_len;
 
         if (key.len > 0xffff) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -109,8 +109,8 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             continue;
         }
 
-        key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-        key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+        key.data = (u_char *) ctx->call_limits[i].redis_key;
+        key.len = ctx->call_limits[i].redis_key_len;
 
         nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key, now);
         if (nodes[i] == NULL) {

@@ -115,7 +115,7 @@ typedef struct {
     ngx_http_redis_ratelimit_limit_t    **limits;
     rrl_call_limit_t            *call_limits; /* theirs, with key and cost */
 
-    int                          argc;
+    int                          argc;        /* a call to Redis only */
     const char                 **argv;
     size_t                      *argvlen;
     char                        *args;        /* where argv points */
@@ -218,7 +218,7 @@ rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 /*
  * lease: "lease=P%". Without ask, NGX_OK: decided from the leases of every
  * limit, ctx->result holds the reply Redis would send. NGX_DECLINED: ask
- * Redis (with ask, the call's arguments carry what the lease limits want).
+ * Redis (with ask, the call limits carry what the lease limits want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);

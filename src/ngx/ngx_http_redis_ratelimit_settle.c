@@ -140,8 +140,8 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
 
         /* a lease's units first (rrl_lease_settle()) */
         if (rc == RRL_SETTLE_SEND && limit->zone->lease) {
-            key.data = (u_char *) ctx->argv[RRL_CALL_KEY(i)];
-            key.len = ctx->argvlen[RRL_CALL_KEY(i)];
+            key.data = (u_char *) ctx->call_limits[i].redis_key;
+            key.len = ctx->call_limits[i].redis_key_len;
             shm = rmcf->lease_zone->data;
 
             ngx_http_redis_ratelimit_shm_lock(shm);
