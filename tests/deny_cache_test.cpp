@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rrl.h"
 #include "rrl_conf.h"
@@ -120,10 +121,22 @@ TEST(DenyRedis, OfAnEngineIsItsModeDbSentinelNameThenAddresses) {
     EXPECT_NE(rrl_deny_redis_of(&e, addrs, 2), tag);
 }
 
+// rrl::deny_answer()'s result as the 4 integers a script reply has a limit
+int answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
+           std::int64_t now_us, std::int64_t* v) {
+    rrl_limit_result_t r{9, 9, 9, 9};
+    int rc = rrl::deny_answer(entry, limit, now_us, r);
+    v[0] = r.passed;
+    v[1] = r.remaining;
+    v[2] = r.reset_after_us;
+    v[3] = r.retry_after_us;
+    return rc;
+}
+
 TEST(DenyAnswer, NoEntryIsAnIdleKey) {
     rrl_deny_limit_t l = fw5(1);
     std::int64_t v[RRL_REPLY_PER_LIMIT] = {9, 9, 9, 9};
-    EXPECT_EQ(rrl::deny_answer(nullptr, l, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(nullptr, l, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);  // the capacity, N + burst
     EXPECT_EQ(v[2], 0);
@@ -137,11 +150,11 @@ TEST(DenyAnswer, IdleCapacityIsTheAlgorithms) {
     rrl_deny_limit_t bad =
         rrl_deny_limit(RRL_ALGORITHM_COUNT, 5, 1000, 4, 7, 1);
 
-    EXPECT_EQ(rrl::deny_answer(nullptr, tb, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(nullptr, tb, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 20);
-    EXPECT_EQ(rrl::deny_answer(nullptr, lb, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(nullptr, lb, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 5);
-    EXPECT_EQ(rrl::deny_answer(nullptr, bad, kSent, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(nullptr, bad, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 0);
 }
 
@@ -152,7 +165,7 @@ TEST(DenyAnswer, AnEntryThatAppliesRejectsWithRedissValues) {
     std::int64_t expected[RRL_REPLY_PER_LIMIT];
 
     ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, expected), 1);
-    EXPECT_EQ(rrl::deny_answer(&e, l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
+    EXPECT_EQ(answer(&e, l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
     for (int i = 0; i < RRL_REPLY_PER_LIMIT; i++) {
         EXPECT_EQ(v[i], expected[i]) << i;
     }
@@ -166,10 +179,10 @@ TEST(DenyAnswer, AnEntryThatDoesNotApplyIsKeptAndAsksRedis) {
     rrl_deny_limit_t smaller = fw5(1);
     rrl_deny_limit_t other_redis = fw5(2, 8);
 
-    EXPECT_EQ(rrl::deny_answer(&e, smaller, kSent + kMs, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(&e, smaller, kSent + kMs, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);
-    EXPECT_EQ(rrl::deny_answer(&e, other_redis, kSent + kMs, v), RRL_DENY_MISS);
+    EXPECT_EQ(answer(&e, other_redis, kSent + kMs, v), RRL_DENY_MISS);
     EXPECT_EQ(v[0], 1);
 }
 
@@ -178,42 +191,50 @@ TEST(DenyAnswer, AnEntryEndsAtItsEndToTheMicrosecond) {
     rrl_deny_limit_t l = fw5(2);
     std::int64_t v[RRL_REPLY_PER_LIMIT];
 
-    EXPECT_EQ(rrl::deny_answer(&e, l, e.until_us - 1, v), RRL_DENY_REJECTED);
+    EXPECT_EQ(answer(&e, l, e.until_us - 1, v), RRL_DENY_REJECTED);
     EXPECT_EQ(v[3], 1);
-    EXPECT_EQ(rrl::deny_answer(&e, l, e.until_us, v), RRL_DENY_ENDED);
+    EXPECT_EQ(answer(&e, l, e.until_us, v), RRL_DENY_ENDED);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[1], 7);
     EXPECT_EQ(v[2], 0);
     EXPECT_EQ(v[3], 0);
     // whatever the request's limit: the entry is over for everyone
     rrl_deny_limit_t other = fw5(1, 8);
-    EXPECT_EQ(rrl::deny_answer(&e, other, e.until_us + 1, v), RRL_DENY_ENDED);
+    EXPECT_EQ(answer(&e, other, e.until_us + 1, v), RRL_DENY_ENDED);
 }
 
-TEST(DenyReply, EachLimitInItsPartOfAWholeReply) {
+TEST(DenyReply, EachLimitAnsweredThenTheRequestDecidedOnTheResults) {
     rrl_deny_entry_t e = rejection(2);
     rrl_deny_limit_t l = fw5(2);
-    constexpr std::size_t n = RRL_REPLY_HEADER + 2 * RRL_REPLY_PER_LIMIT;
-    std::int64_t reply[n] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+    rrl_limit_result_t results[2];
     std::int64_t v[RRL_REPLY_PER_LIMIT];
     std::int64_t w[RRL_REPLY_PER_LIMIT];
 
-    EXPECT_EQ(rrl_deny_answer_in(nullptr, &l, kSent + kMs, reply, 0),
+    EXPECT_EQ(rrl_deny_answer(nullptr, &l, kSent + kMs, &results[0]),
               RRL_DENY_MISS);
-    EXPECT_EQ(rrl_deny_answer_in(&e, &l, kSent + kMs, reply, 1),
+    EXPECT_EQ(rrl_deny_answer(&e, &l, kSent + kMs, &results[1]),
               RRL_DENY_REJECTED);
-    ASSERT_EQ(rrl::deny_answer(nullptr, l, kSent + kMs, v), RRL_DENY_MISS);
-    ASSERT_EQ(rrl::deny_answer(&e, l, kSent + kMs, w), RRL_DENY_REJECTED);
-    for (int j = 0; j < RRL_REPLY_PER_LIMIT; j++) {
-        EXPECT_EQ(reply[RRL_REPLY_HEADER + j], v[j]) << j;
-        EXPECT_EQ(reply[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT + j], w[j]) << j;
-    }
-    EXPECT_EQ(reply[0], 9);  // the header is the reply's
+    ASSERT_EQ(answer(nullptr, l, kSent + kMs, v), RRL_DENY_MISS);
+    ASSERT_EQ(answer(&e, l, kSent + kMs, w), RRL_DENY_REJECTED);
+    EXPECT_EQ(results[0].passed, v[0]);
+    EXPECT_EQ(results[0].remaining, v[1]);
+    EXPECT_EQ(results[1].passed, w[0]);
+    EXPECT_EQ(results[1].retry_after_us, w[3]);
 
-    EXPECT_EQ(rrl_deny_reply(reply, 2, 1700000000LL * 1000 * kMs), n);
-    EXPECT_EQ(reply[0], 0);  // rejected
-    EXPECT_EQ(reply[1], 1700000000LL * 1000 * kMs);
-    EXPECT_EQ(reply[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT], w[0]);
+    // as a reply of Redis's with the same results would be decoded
+    std::int64_t wall = 1700000000LL * 1000 * kMs;
+    std::vector<std::int64_t> reply = {0, wall, v[0], v[1], v[2], v[3],
+                                       w[0], w[1], w[2], w[3]};
+    rrl_limit_result_t decoded[2];
+    rrl_decision_t expected{}, decision{};
+    ASSERT_EQ(rrl_reply_decode(reply.data(), reply.size(), 2, decoded,
+                               &expected),
+              RRL_OK);
+    rrl_decision_of(results, 2, wall, &decision);
+    EXPECT_EQ(decision.passed, 0);
+    EXPECT_EQ(decision.now_us, wall);
+    EXPECT_EQ(decision.reported, 1u);
+    EXPECT_EQ(std::memcmp(&decision, &expected, sizeof(decision)), 0);
 }
 
 }  // namespace

@@ -43,17 +43,18 @@ rrl_lease_entry_t alive(const rrl_call_limit_t& l, std::uint64_t units) {
 
 struct Check {
     int rc;
-    std::vector<std::int64_t> values;
+    std::vector<rrl_limit_result_t> results;
+    rrl_decision_t decision;
     std::vector<std::uint64_t> renew;
 };
 
 Check check(std::vector<rrl_call_limit_t>& l,
             std::vector<rrl_lease_entry_t*> entries, int ask = 0) {
-    Check c{0, std::vector<std::int64_t>(64, -7),
-            std::vector<std::uint64_t>(l.size(), 99)};
-    c.rc =
-        rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
-                             kWall, kTimeout, c.values.data(), c.renew.data());
+    Check c{0, std::vector<rrl_limit_result_t>(l.size(), {-7, -7, -7, -7}),
+            {}, std::vector<std::uint64_t>(l.size(), 99)};
+    c.rc = rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
+                                kWall, kTimeout, c.results.data(),
+                                &c.decision, c.renew.data());
     return c;
 }
 
@@ -71,12 +72,11 @@ TEST(LeaseCallCheck, DecidedFromTheLeaseAsTheScriptWouldReply) {
     Check c = check(l, {&e});
     ASSERT_EQ(c.rc, RRL_LEASE_DECIDED);
     EXPECT_EQ(e.units, 9u);
-    EXPECT_EQ(c.values[0], 1);
-    EXPECT_EQ(c.values[1], kWall);
-    EXPECT_EQ(c.values[2], 1);    // passed
-    EXPECT_EQ(c.values[3], 499);  // known - used
-    EXPECT_EQ(c.values[6], 0);    // no grant
-    EXPECT_EQ(c.values[7], 0);    // no lifetime
+    EXPECT_EQ(c.decision.passed, 1);
+    EXPECT_EQ(c.decision.now_us, kWall);
+    EXPECT_EQ(c.results[0].passed, 1);
+    EXPECT_EQ(c.results[0].remaining, 499);  // known - used
+    EXPECT_EQ(c.decision.remaining, 499);
     EXPECT_EQ(c.renew[0], 0u);
 }
 

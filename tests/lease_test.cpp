@@ -103,23 +103,19 @@ TEST(LeaseDecide, ConsumesTheCostAndAnswersAsTheScript) {
     rrl_lease_limit_t l = sw1000(3);
     rrl_lease_entry_t e = alive(l, 50);
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1] = {7};
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 100 * kMs, kWall + 5,
-                               kRenewTimeout, values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 100 * kMs,
+                               kRenewTimeout, results, renew),
               1);
     EXPECT_EQ(e.units, 47u);
     EXPECT_EQ(e.used, 13u);
     EXPECT_EQ(e.seen_cur, 3u);
-    EXPECT_EQ(values[0], 1);
-    EXPECT_EQ(values[1], kWall + 5);
-    EXPECT_EQ(values[2], 1);
-    EXPECT_EQ(values[3], 700 - 13);   // known - used
-    EXPECT_EQ(values[4], 700 * kMs);  // reset_end - now
-    EXPECT_EQ(values[5], 0);
-    EXPECT_EQ(values[6], 0);  // G: none taken from Redis
-    EXPECT_EQ(values[7], 0);  // nor a lifetime
+    EXPECT_EQ(results[0].passed, 1);
+    EXPECT_EQ(results[0].remaining, 700 - 13);     // known - used
+    EXPECT_EQ(results[0].reset_after_us, 700 * kMs);  // reset_end - now
+    EXPECT_EQ(results[0].retry_after_us, 0);
     EXPECT_EQ(renew[0], 0);   // 47 left, 3 units/s
 }
 
@@ -130,14 +126,14 @@ TEST(LeaseDecide, ShownRemainingAndResetNeverBelowZero) {
     e.used = 10;
     e.reset_end_us = kNow - 1;
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
+                               results, renew),
               1);
-    EXPECT_EQ(values[3], 0);
-    EXPECT_EQ(values[4], 0);
+    EXPECT_EQ(results[0].remaining, 0);
+    EXPECT_EQ(results[0].reset_after_us, 0);
 }
 
 TEST(LeaseDecide, ShownRemainingNeverAboveWhatAPassLeaves) {
@@ -146,13 +142,13 @@ TEST(LeaseDecide, ShownRemainingNeverAboveWhatAPassLeaves) {
     rrl_lease_entry_t e = alive(l, 50);
     e.known = 1093;
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
+                               results, renew),
               1);
-    EXPECT_EQ(values[3], 995);
+    EXPECT_EQ(results[0].remaining, 995);
 }
 
 TEST(LeaseDecide, TwoLimitsOneShortConsumesNothing) {
@@ -161,40 +157,40 @@ TEST(LeaseDecide, TwoLimitsOneShortConsumesNothing) {
     rrl_lease_entry_t b = alive(limits[1], 1);
     rrl_lease_entry_t a0 = a, b0 = b;
     rrl_lease_entry_t* entries[] = {&a, &b};
-    std::int64_t values[RRL_REPLY_HEADER + 2 * kWidth];
+    rrl_limit_result_t results[2];
     int renew[2];
 
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                               results, renew),
               0);
     EXPECT_TRUE(same_bytes(a, a0));
     EXPECT_TRUE(same_bytes(b, b0));
 
     // with enough on both, both are consumed, each in its own part
     b.units = 2;
-    ASSERT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    ASSERT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                               results, renew),
               1);
     EXPECT_EQ(a.units, 8u);
     EXPECT_EQ(b.units, 0u);
-    EXPECT_EQ(values[RRL_REPLY_HEADER + kWidth], 1);
-    EXPECT_EQ(values[RRL_REPLY_HEADER + kWidth + 1], 98);  // 700 - 12, at most 100 - 2
+    EXPECT_EQ(results[1].passed, 1);
+    EXPECT_EQ(results[1].remaining, 98);  // 700 - 12, at most 100 - 2
 }
 
 TEST(LeaseDecide, AZoneTwiceOnOneKeyNeedsBothCosts) {
     rrl_lease_limit_t limits[] = {sw1000(2), sw1000(2)};
     rrl_lease_entry_t e = alive(limits[0], 3);
     rrl_lease_entry_t* entries[] = {&e, &e};
-    std::int64_t values[RRL_REPLY_HEADER + 2 * kWidth];
+    rrl_limit_result_t results[2];
     int renew[2];
 
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                               results, renew),
               0);
     EXPECT_EQ(e.units, 3u);
     e.units = 4;
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                               results, renew),
               1);
     EXPECT_EQ(e.units, 0u);
 }
@@ -204,21 +200,21 @@ TEST(LeaseDecide, AnEndedLeaseIsNotUsable) {
     rrl_lease_entry_t e = alive(l, 50);
     rrl_lease_entry_t e0 = e;
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
-    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us, kWall,
-                               kRenewTimeout, values, renew),
+    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us,
+                               kRenewTimeout, results, renew),
               0);
     EXPECT_TRUE(same_bytes(e, e0));
-    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us - 1, kWall,
-                               kRenewTimeout, values, renew),
+    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us - 1,
+                               kRenewTimeout, results, renew),
               1);
 }
 
 TEST(LeaseDecide, AnotherZonesEntryOrNoneIsNotUsable) {
     rrl_lease_limit_t l = sw1000();
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
     for (int field = 0; field < 4; field++) {
@@ -229,15 +225,15 @@ TEST(LeaseDecide, AnotherZonesEntryOrNoneIsNotUsable) {
         if (field == 3) e.algorithm = RRL_FIXED_WINDOW;
         rrl_lease_entry_t e0 = e;
         rrl_lease_entry_t* entries[] = {&e};
-        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
-                                   values, renew),
+        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
+                                   results, renew),
                   0)
             << field;
         EXPECT_TRUE(same_bytes(e, e0));
     }
 
     rrl_lease_entry_t* none[] = {nullptr};
-    EXPECT_EQ(rrl_lease_decide(&l, none, 1, kNow, kWall, kRenewTimeout, values,
+    EXPECT_EQ(rrl_lease_decide(&l, none, 1, kNow, kRenewTimeout, results,
                                renew),
               0);
 }
@@ -251,10 +247,10 @@ class LeaseRenew : public ::testing::Test {
 
     int decide(std::int64_t now_us = kNow) {
         rrl_lease_entry_t* entries[] = {&e};
-        std::int64_t values[RRL_REPLY_HEADER + kWidth];
+        rrl_limit_result_t results[1];
         int renew[1] = {7};
-        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, now_us, kWall, kRenewTimeout,
-                                   values, renew),
+        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, now_us, kRenewTimeout,
+                                   results, renew),
                   1);
         return renew[0];
     }
@@ -642,15 +638,15 @@ TEST(LeaseDemand, DecidedRequestsCountAndKeepTheEntry) {
     rrl_lease_entry_t e = alive(l, 50);
     e.end_us = kNow;
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs, kWall,
-                               kRenewTimeout, values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs,
+                               kRenewTimeout, results, renew),
               0);  // ended at kNow + 500 ms
     e.lease_end_us = kNow + 1300 * kMs;
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs, kWall,
-                               kRenewTimeout, values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs,
+                               kRenewTimeout, results, renew),
               1);
     EXPECT_EQ(e.seen_cur, 2u);
     EXPECT_EQ(e.seen_since_us, kNow + kSecond);
@@ -667,15 +663,15 @@ TEST(LeaseDemand, HugeCountsSaturate) {
     e.known = kMax;
     e.used = 0;
     rrl_lease_entry_t* entries[] = {&e};
-    std::int64_t values[RRL_REPLY_HEADER + kWidth];
+    rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kWall, kRenewTimeout,
-                               values, renew),
+    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
+                               results, renew),
               1);
     EXPECT_EQ(e.seen_cur, kMax);
     EXPECT_EQ(e.units, 0u);
-    EXPECT_EQ(values[3], INT64_MAX);
+    EXPECT_EQ(results[0].remaining, INT64_MAX);
     EXPECT_EQ(renew[0], 1);  // rate x time left, saturated, is >= 1
 
     // a second's demand at most, the whole capacity at most

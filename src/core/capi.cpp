@@ -149,6 +149,11 @@ int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
     });
 }
 
+void rrl_decision_of(const rrl_limit_result_t* results, size_t n,
+                     int64_t now_us, rrl_decision_t* decision) noexcept {
+    *decision = rrl::decide_results(results, n, now_us);
+}
+
 int rrl_reply_error_kind(const char* text, size_t len) noexcept {
     return rrl::error_kind({text, len});
 }

@@ -30,13 +30,8 @@ uint32_t rrl_deny_redis_of(const rrl_engine_conf_t* e,
     return tag;
 }
 
-int rrl_deny_answer_in(const rrl_deny_entry_t* entry,
-                       const rrl_deny_limit_t* limit, int64_t now_us,
-                       int64_t* reply, size_t i) noexcept {
-    return rrl::deny_answer(entry, *limit, now_us, rrl::deny_part(reply, i));
-}
-
-size_t rrl_deny_reply(int64_t* reply, size_t nlimits,
-                      int64_t wall_us) noexcept {
-    return rrl::deny_reply(reply, nlimits, wall_us);
+int rrl_deny_answer(const rrl_deny_entry_t* entry,
+                    const rrl_deny_limit_t* limit, int64_t now_us,
+                    rrl_limit_result_t* result) noexcept {
+    return rrl::deny_answer(entry, *limit, now_us, *result);
 }

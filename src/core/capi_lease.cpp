@@ -7,11 +7,11 @@ using rrl::capi::guarded;
 
 int rrl_lease_decide(const rrl_lease_limit_t* limits,
                      rrl_lease_entry_t* const* entries, size_t n,
-                     int64_t now_us, int64_t wall_us, int64_t renew_timeout_us,
-                     int64_t* values, int* renew) noexcept {
+                     int64_t now_us, int64_t renew_timeout_us,
+                     rrl_limit_result_t* results, int* renew) noexcept {
     return guarded("rrl_lease_decide", 0, [&] {
-        return rrl::lease_decide(limits, entries, n, now_us, wall_us,
-                                 renew_timeout_us, values, renew);
+        return rrl::lease_decide(limits, entries, n, now_us, renew_timeout_us,
+                                 results, renew);
     });
 }
 

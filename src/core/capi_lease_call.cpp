@@ -7,6 +7,7 @@
 
 #include "capi.hpp"
 #include "lease.hpp"
+#include "reply.hpp"
 #include "rrl_lease_call.h"
 #include "small_vector.hpp"
 
@@ -58,7 +59,8 @@ extern "C" {
 int rrl_lease_call_check(rrl_call_limit_t* limits,
                          rrl_lease_entry_t* const* entries, size_t n, int ask,
                          int64_t now_us, int64_t wall_us,
-                         int64_t renew_timeout_us, int64_t* values,
+                         int64_t renew_timeout_us,
+                         rrl_limit_result_t* results, rrl_decision_t* decision,
                          uint64_t* renew) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
         rrl::SmallVector<rrl_lease_limit_t, 8> l;
@@ -78,10 +80,11 @@ int rrl_lease_call_check(rrl_call_limit_t* limits,
         if (!ask) {
             rrl::SmallVector<int, 8> flags(n, 0);
             if (leased < n ||
-                !rrl_lease_decide(l.data(), entries, n, now_us, wall_us,
-                                  renew_timeout_us, values, flags.data())) {
+                !rrl::lease_decide(l.data(), entries, n, now_us,
+                                   renew_timeout_us, results, flags.data())) {
                 return RRL_LEASE_NONE;
             }
+            *decision = rrl::decide_results(results, n, wall_us);
             for (std::size_t i = 0; i < n; i++) {
                 // a settlement's T: the time Redis knows this lease's
                 // charge by

@@ -56,33 +56,21 @@ std::uint32_t deny_redis(std::uint32_t tag, const void* field,
 }
 
 int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
-                std::int64_t now_us, std::int64_t* values) {
+                std::int64_t now_us, rrl_limit_result_t& result) {
     bool ended = entry != nullptr && entry->until_us <= now_us;
+    std::int64_t v[RRL_REPLY_PER_LIMIT];
 
-    if (entry != nullptr && !ended &&
-        deny_applies(*entry, limit, now_us, values)) {
+    if (entry != nullptr && !ended && deny_applies(*entry, limit, now_us, v)) {
+        result = {static_cast<int>(v[0]), v[1], v[2], v[3]};
         return RRL_DENY_REJECTED;
     }
 
     const Algorithm* a = algorithm(limit.algorithm);
-
-    values[0] = 1;
-    values[1] = static_cast<std::int64_t>(
-        a == nullptr ? 0 : capacity(*a, limit.limit, limit.burst));
-    values[2] = 0;
-    values[3] = 0;
+    result = {1,
+              static_cast<std::int64_t>(
+                  a == nullptr ? 0 : capacity(*a, limit.limit, limit.burst)),
+              0, 0};
     return ended ? RRL_DENY_ENDED : RRL_DENY_MISS;
-}
-
-std::int64_t* deny_part(std::int64_t* reply, std::size_t i) {
-    return reply + RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * i;
-}
-
-std::size_t deny_reply(std::int64_t* reply, std::size_t nlimits,
-                       std::int64_t wall_us) {
-    reply[0] = 0;
-    reply[1] = wall_us;
-    return RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * nlimits;
 }
 
 }  // namespace rrl

@@ -21,15 +21,9 @@ rrl_deny_limit_t deny_limit(int algorithm, std::uint64_t limit,
 // endian) and bytes, continued from tag.
 std::uint32_t deny_redis(std::uint32_t tag, const void* field, std::size_t len);
 
-// RRL_DENY_MISS, RRL_DENY_REJECTED or RRL_DENY_ENDED; entry may be null.
+// RRL_DENY_MISS, RRL_DENY_REJECTED or RRL_DENY_ENDED, the limit's result
+// in result (see rrl_deny_answer()); entry may be null.
 int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
-                std::int64_t now_us, std::int64_t* values);
-
-// Limit i's part of a whole script reply.
-std::int64_t* deny_part(std::int64_t* reply, std::size_t i);
-
-// The header of a rejection in Redis's place; the reply's length.
-std::size_t deny_reply(std::int64_t* reply, std::size_t nlimits,
-                       std::int64_t wall_us);
+                std::int64_t now_us, rrl_limit_result_t& result);
 
 }  // namespace rrl

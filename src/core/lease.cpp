@@ -13,7 +13,6 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr LeaseRate kRateMax = ~LeaseRate{0};
 constexpr LeaseRate kUsPerSecond = 1000000;
-constexpr std::size_t kLimitWidth = RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
 
 std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
     return a > kU64Max - b ? kU64Max : a + b;
@@ -161,9 +160,8 @@ std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
 
 int lease_decide(const rrl_lease_limit_t* limits,
                  rrl_lease_entry_t* const* entries, std::size_t n,
-                 std::int64_t now_us, std::int64_t wall_us,
-                 std::int64_t renew_timeout_us, std::int64_t* values,
-                 int* renew) {
+                 std::int64_t now_us, std::int64_t renew_timeout_us,
+                 rrl_limit_result_t* results, int* renew) {
     if (n == 0) return 0;
 
     for (std::size_t i = 0; i < n; i++) {
@@ -173,9 +171,6 @@ int lease_decide(const rrl_lease_limit_t* limits,
         }
     }
 
-    values[0] = 1;
-    values[1] = wall_us;
-
     for (std::size_t i = 0; i < n; i++) {
         rrl_lease_entry_t* e = entries[i];
         std::uint64_t cost = limits[i].cost;
@@ -184,20 +179,14 @@ int lease_decide(const rrl_lease_limit_t* limits,
         e->used = add_sat(e->used, cost);
         count_demand(e, cost, now_us);
 
-        std::int64_t* v = values + RRL_REPLY_HEADER + i * kLimitWidth;
         std::int64_t reset = e->reset_end_us - now_us;
-        v[0] = 1;
         // answers of calls in flight together land in any order: known
         // may count a later grant's units on an earlier remaining, so it
         // is never shown above what a pass can leave
         std::uint64_t shown = e->known > e->used ? e->known - e->used : 0;
         std::uint64_t capacity = lease_capacity(limits[i]);
         shown = std::min(shown, capacity > cost ? capacity - cost : 0);
-        v[1] = to_i64(shown);
-        v[2] = reset > 0 ? reset : 0;
-        v[3] = 0;
-        v[4] = 0;
-        v[5] = 0;
+        results[i] = {1, to_i64(shown), reset > 0 ? reset : 0, 0};
     }
 
     // after every limit's consumption: a zone twice on one key renews once

@@ -80,11 +80,11 @@ std::uint64_t lease_capacity(const rrl_lease_limit_t& limit);
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
                          std::int64_t wall_us);
 
+// See rrl_lease_decide().
 int lease_decide(const rrl_lease_limit_t* limits,
                  rrl_lease_entry_t* const* entries, std::size_t n,
-                 std::int64_t now_us, std::int64_t wall_us,
-                 std::int64_t renew_timeout_us, std::int64_t* values,
-                 int* renew);
+                 std::int64_t now_us, std::int64_t renew_timeout_us,
+                 rrl_limit_result_t* results, int* renew);
 
 void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 std::int64_t now_us, std::int64_t wall_us, std::uint64_t* want,

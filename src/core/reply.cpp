@@ -22,14 +22,14 @@ bool is_duration(std::int64_t v) { return v >= 0 && v <= max_duration_us; }
 // The limit the headers describe: the lowest remaining among the limits
 // that decided (all of them on a pass, the rejecting ones on a reject);
 // on a tie, the one that takes longest to recover.
-std::size_t reported_limit(const SmallVector<rrl_limit_result_t, 8>& limits,
+std::size_t reported_limit(const rrl_limit_result_t* limits, std::size_t n,
                            bool passed, const bool* hidden) {
-    std::size_t best = limits.size();
-    for (std::size_t i = 0; i < limits.size(); i++) {
+    std::size_t best = n;
+    for (std::size_t i = 0; i < n; i++) {
         const rrl_limit_result_t& l = limits[i];
         if (!passed && l.passed) continue;
         if (hidden != nullptr && hidden[i]) continue;
-        if (best == limits.size()) {
+        if (best == n) {
             best = i;
             continue;
         }
@@ -41,7 +41,7 @@ std::size_t reported_limit(const SmallVector<rrl_limit_result_t, 8>& limits,
             best = i;
         }
     }
-    return best == limits.size() ? 0 : best;
+    return best == n ? 0 : best;
 }
 
 }  // namespace
@@ -104,12 +104,26 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
 
     if (all_passed != (passed == 1)) return fail("inconsistent decision");
 
-    rrl_decision_t& decision = d.decision;
-    decision.passed = static_cast<int>(passed);
-    decision.now_us = now_us;
-    decision.reported = reported_limit(d.limits, all_passed, hidden);
+    d.decision = decide_results(d.limits.data(), nlimits, now_us, hidden);
+    return d;
+}
 
-    const rrl_limit_result_t& shown = d.limits[decision.reported];
+rrl_decision_t decide_results(const rrl_limit_result_t* results,
+                              std::size_t n, std::int64_t now_us,
+                              const bool* hidden) {
+    rrl_decision_t decision{};
+    if (n == 0) return decision;
+
+    bool all_passed = true;
+    for (std::size_t i = 0; i < n; i++) {
+        all_passed = all_passed && results[i].passed;
+    }
+
+    decision.passed = all_passed ? 1 : 0;
+    decision.now_us = now_us;
+    decision.reported = reported_limit(results, n, all_passed, hidden);
+
+    const rrl_limit_result_t& shown = results[decision.reported];
     decision.remaining = shown.remaining;
     decision.reset_unix = seconds_up(now_us + shown.reset_after_us);
     decision.retry_after = 0;
@@ -120,13 +134,14 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
 
     if (!all_passed) {
         std::int64_t wait = 0;
-        for (const rrl_limit_result_t& l : d.limits) {
+        for (std::size_t i = 0; i < n; i++) {
+            const rrl_limit_result_t& l = results[i];
             if (!l.passed && l.retry_after_us > wait) wait = l.retry_after_us;
         }
         decision.retry_after = retry_after_seconds(wait);
     }
 
-    return d;
+    return decision;
 }
 
 }  // namespace rrl

@@ -28,6 +28,15 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
                                     std::size_t nlimits, std::string* error,
                                     const bool* hidden = nullptr);
 
+// The decision on results (one per limit, each valid) at now_us: the
+// reported limit and its header values, as decode_reply() sets them; a
+// limit marked in hidden (n flags, or none) is never the reported one
+// unless all are. For a decision made without the script's reply (the
+// lease table's, the deny cache's), with no reply to decode.
+rrl_decision_t decide_results(const rrl_limit_result_t* results,
+                              std::size_t n, std::int64_t now_us,
+                              const bool* hidden = nullptr);
+
 // Whole seconds, rounded up: a client that waits that long is not early.
 std::int64_t seconds_up(std::int64_t us);
 

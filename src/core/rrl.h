@@ -175,6 +175,13 @@ typedef struct {
 int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
     rrl_limit_result_t *limits, rrl_decision_t *decision) RRL_NOEXCEPT;
 
+/*
+ * The decision on n results at now_us, as rrl_reply_decode() makes it: for
+ * one made without Redis's reply (the lease table's, the deny cache's).
+ */
+void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
+    int64_t now_us, rrl_decision_t *decision) RRL_NOEXCEPT;
+
 #define RRL_REPLY_ERROR        0   /* any other error */
 #define RRL_REPLY_NOSCRIPT     1   /* "NOSCRIPT No matching script..." */
 #define RRL_REPLY_MOVED        2   /* "MOVED <slot> <host>:<port>" */

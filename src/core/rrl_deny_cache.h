@@ -52,23 +52,15 @@ uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
 #define RRL_DENY_ENDED     2  /* ask Redis, and drop the entry: it is over */
 
 /*
- * The cache's answer for limit i of a request at now_us, from the key's
- * *entry (NULL: none, or the limit is not usable), into the limit's part of
- * reply, a whole script reply: Redis's values (rrl_deny_applies()) when
- * RRL_DENY_REJECTED, otherwise an idle key's (passed, the capacity, no
- * wait), as the limit was not consulted.
+ * The cache's answer for a limit of a request at now_us, from the key's
+ * *entry (NULL: none, or the limit is not usable), written into *result:
+ * Redis's values (rrl_deny_applies()) when RRL_DENY_REJECTED, otherwise an
+ * idle key's (passed, the capacity, no wait), as the limit was not
+ * consulted. A request with one limit rejected is decided on its results
+ * by rrl_decision_of(), with this server's time standing for Redis's.
  */
-int rrl_deny_answer_in(const rrl_deny_entry_t *entry,
-    const rrl_deny_limit_t *limit, int64_t now_us, int64_t *reply, size_t i)
-    RRL_NOEXCEPT;
-
-/*
- * A reply of nlimits the cache gives in Redis's place, each limit answered
- * (rrl_deny_answer_in()) and one rejected: sets its header, rejected, with
- * wall_us standing for Redis's TIME (X-RateLimit-Reset counts from it);
- * returns its number of values.
- */
-size_t rrl_deny_reply(int64_t *reply, size_t nlimits, int64_t wall_us)
+int rrl_deny_answer(const rrl_deny_entry_t *entry,
+    const rrl_deny_limit_t *limit, int64_t now_us, rrl_limit_result_t *result)
     RRL_NOEXCEPT;
 
 #ifdef __cplusplus

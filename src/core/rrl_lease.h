@@ -74,16 +74,15 @@ typedef struct {
  * (entries[i] NULL or an entry of the table): 1 when every limit's entry is
  * usable (the same zone's numbers, now_us < lease_end_us, units >= cost):
  * consumes each limit's cost (units -= cost, used += cost), counts the
- * demand, and writes into values the script's reply for these limits with
- * the full lease width (RRL_REPLY_HEADER + n * (RRL_REPLY_PER_LIMIT +
- * RRL_REPLY_LEASE): passed, wall_us; per limit 1, known - used (>= 0), the
- * time until reset_end_us, 0, then G 0 and lifetime 0); renew[i] = 1 for
- * each limit to renew now (its renewing_until_us set to now_us +
- * renew_timeout_us), else 0. 0: not decided, nothing changed.
+ * demand, and writes each limit's result into results[i] (passed, known -
+ * used (>= 0, at most what a pass leaves), the time until reset_end_us, no
+ * retry); renew[i] = 1 for each limit to renew now (its renewing_until_us
+ * set to now_us + renew_timeout_us), else 0. 0: not decided, nothing
+ * changed.
  */
 int rrl_lease_decide(const rrl_lease_limit_t *limits,
     rrl_lease_entry_t *const *entries, size_t n, int64_t now_us,
-    int64_t wall_us, int64_t renew_timeout_us, int64_t *values, int *renew)
+    int64_t renew_timeout_us, rrl_limit_result_t *results, int *renew)
     RRL_NOEXCEPT;
 
 /*

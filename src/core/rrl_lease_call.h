@@ -17,14 +17,15 @@ extern "C" {
 #endif
 
 #define RRL_LEASE_NONE     0  /* no limit of the request has lease= */
-#define RRL_LEASE_DECIDED  1  /* from leases: values hold Redis's reply */
-#define RRL_LEASE_ASK      2  /* ask Redis: build the arguments again */
+#define RRL_LEASE_DECIDED  1  /* from leases: results and decision set */
+#define RRL_LEASE_ASK      2  /* ask Redis: the limits carry what to ask */
 
 /*
  * A request of n limits at now_us; entries[i]: limit i's entry in the lease
  * table, or NULL (none, or not a lease zone's). Without ask: DECIDED when
- * every limit is a lease zone's with units left: taken, values is the
- * script's reply (rrl_reply_values() integers), renew[i] the units a
+ * every limit is a lease zone's with units left: taken, results[i] limit
+ * i's result (rrl_lease_decide()) and decision the request's, at wall_us
+ * (X-RateLimit-Reset counts from it), renew[i] the units a
  * renewal of limit i wants now (0: none; the entry then has one in
  * flight), settle_at_us the lease's taken_at_us (a settlement's T); else
  * NONE and nothing changed. With ask (the request goes to Redis: after the
@@ -40,8 +41,8 @@ extern "C" {
  */
 int rrl_lease_call_check(rrl_call_limit_t *limits,
     rrl_lease_entry_t *const *entries, size_t n, int ask, int64_t now_us,
-    int64_t wall_us, int64_t renew_timeout_us, int64_t *values,
-    uint64_t *renew) RRL_NOEXCEPT;
+    int64_t wall_us, int64_t renew_timeout_us, rrl_limit_result_t *results,
+    rrl_decision_t *decision, uint64_t *renew) RRL_NOEXCEPT;
 
 /* how a call for a lease limit ended: every call ends once, one of these */
 #define RRL_LEASE_CALL_UNSENT    0  /* never sent: nothing done in Redis */

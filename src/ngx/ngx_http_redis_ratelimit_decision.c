@@ -21,7 +21,10 @@ static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
-/* what the call brought: a reply that the core decoded, or a failure */
+/*
+ * what the call brought: a reply that the core decoded, or a failure; or
+ * the leases' decision, made already
+ */
 
 static ngx_int_t
 ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
@@ -31,6 +34,10 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     u_char                                 msg[NGX_MAX_ERROR_STR];
     rrl_engine_result_t                   *result;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
+
+    if (ctx->leased) {
+        return RRL_OUTCOME_REPLY;
+    }
 
     result = &ctx->result;
 
@@ -59,16 +66,12 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_FAILED;
     }
 
-    /* Redis's own reply (not the leases'): refused, then decided anew */
+    /* Redis's own reply: refused, then decided anew from the leases */
     if (ctx->replied
         && ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_PASSED)
-           == NGX_OK
-        && rrl_call_reply_decode(result->values, result->nvalues,
-                                 ctx->call_limits, ctx->nlimits,
-                                 ctx->limit_results, &ctx->decision)
-           != RRL_OK)
+           == NGX_OK)
     {
-        return RRL_OUTCOME_FAILED;
+        return RRL_OUTCOME_REPLY;
     }
 
     /* an invalid override: the zone's rate applied; the first one logged */

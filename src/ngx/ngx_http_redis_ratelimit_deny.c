@@ -71,9 +71,9 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
                                                  &limit)
              ? ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key) : NULL;
 
-        switch (rrl_deny_answer_in(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
-                                      : NULL,
-                                   &limit, ctx->sent, ctx->result.values, i))
+        switch (rrl_deny_answer(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
+                                   : NULL,
+                                &limit, ctx->sent, &ctx->limit_results[i]))
         {
         case RRL_DENY_REJECTED:
             ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
@@ -97,13 +97,11 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     /* for X-RateLimit-Reset, where Redis sends its TIME */
     tp = ngx_timeofday();
 
-    ctx->result.nvalues = rrl_deny_reply(ctx->result.values, ctx->nlimits,
-                                         (int64_t) tp->sec * 1000000
-                                         + (int64_t) tp->msec * 1000);
+    rrl_decision_of(ctx->limit_results, ctx->nlimits,
+                    (int64_t) tp->sec * 1000000 + (int64_t) tp->msec * 1000,
+                    &ctx->decision);
 
-    return (rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
-                             ctx->nlimits, ctx->limit_results, &ctx->decision)
-            == RRL_OK) ? NGX_OK : NGX_DECLINED;
+    return NGX_OK;
 }
 
 

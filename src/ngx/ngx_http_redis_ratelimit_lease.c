@@ -72,7 +72,7 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
                               now,
                               (int64_t) tp->sec * 1000000 + tp->msec * 1000,
                               (int64_t) (rmcf->timeout + 1000) * 1000,
-                              ctx->result.values, renew);
+                              ctx->limit_results, &ctx->decision, renew);
 
     ngx_http_redis_ratelimit_shm_unlock(shm);
 
@@ -90,8 +90,6 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 
     if (rc == RRL_LEASE_DECIDED) {
         ctx->leased = 1;
-        ctx->result.rc = RRL_OK;
-        ctx->result.nvalues = rrl_reply_values(ctx->call_limits, ctx->nlimits);
         return NGX_OK;
     }
 
