@@ -30,15 +30,7 @@ size_t rrl_shown_fields(char* buf, size_t size, const rrl_shown_t* shown,
 }
 
 const char* rrl_shown_variable_name(int variable) noexcept {
-    static const char* const names[] = {
-        "redis_ratelimit_status", "redis_ratelimit_remaining",
-        "redis_ratelimit_reset",  "redis_ratelimit_zone",
-        "redis_ratelimit_rtt",    "redis_ratelimit_delay",
-        "redis_ratelimit_cost"};
-    if (variable < 0 || variable >= static_cast<int>(std::size(names))) {
-        return nullptr;
-    }
-    return names[variable];
+    return rrl::shown_variable_name(variable);
 }
 
 size_t rrl_shown_variable(char* buf, size_t size, int variable,

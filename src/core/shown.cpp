@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "algorithm.hpp"
 #include "decision.hpp"
@@ -110,6 +111,18 @@ Fields shown_fields(const rrl_shown_t& shown) {
     }
 
     return fields;
+}
+
+const char* shown_variable_name(int variable) {
+    static const char* const names[] = {
+        "redis_ratelimit_status", "redis_ratelimit_remaining",
+        "redis_ratelimit_reset",  "redis_ratelimit_zone",
+        "redis_ratelimit_rtt",    "redis_ratelimit_delay",
+        "redis_ratelimit_cost"};
+    if (variable < 0 || variable >= static_cast<int>(std::size(names))) {
+        return nullptr;
+    }
+    return names[variable];
 }
 
 std::optional<std::string> shown_variable(int variable,

@@ -26,6 +26,9 @@ struct Field {
 using Fields = SmallVector<Field, RRL_SHOWN_FIELDS>;
 Fields shown_fields(const rrl_shown_t& shown);
 
+// The name of variable RRL_VAR_*, without "$"; nullptr: no such variable.
+const char* shown_variable_name(int variable);
+
 // nullopt: the variable is not found (not limited, not decided, no reply)
 std::optional<std::string> shown_variable(int variable,
                                           const rrl_shown_t& shown);

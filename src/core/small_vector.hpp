@@ -58,7 +58,8 @@ class SmallVector {
 
    private:
     void spill() {
-        if (heap_.empty()) heap_.assign(inline_.begin(), inline_.begin() + size_);
+        if (heap_.empty())
+            heap_.assign(inline_.begin(), inline_.begin() + size_);
     }
 
     std::array<T, N> inline_{};
