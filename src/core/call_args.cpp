@@ -159,8 +159,12 @@ bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
 }
 
 std::size_t reply_width(const CallLimit& limit) {
-    if (limit.lease != 0) return RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
-    return RRL_REPLY_PER_LIMIT + (limit.overrides ? RRL_REPLY_OVERRIDE : 0);
+    return reply_width(limit.lease != 0, limit.overrides);
+}
+
+std::size_t reply_width(bool lease, bool overrides) {
+    if (lease) return RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
+    return RRL_REPLY_PER_LIMIT + (overrides ? RRL_REPLY_OVERRIDE : 0);
 }
 
 std::size_t reply_values(const CallLimit* limits, std::size_t n) {

@@ -57,6 +57,7 @@ std::uint64_t lease_want(const CallLimit& limit);
 // A limit's integers in the script's reply: 4, then the override's and the
 // lease's where its zone has them.
 std::size_t reply_width(const CallLimit& limit);
+std::size_t reply_width(bool lease, bool overrides);
 
 // The most bytes call_args() writes for these limits.
 std::size_t call_args_size(const CallLimit* limits, std::size_t n);

@@ -54,12 +54,12 @@ int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
 }
 
 size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
-    return guarded("rrl_reply_values", size_t{0}, [&] {
-        rrl::CallLimits l;
-        return rrl::to_call_limits(limits, n, l)
-                   ? rrl::reply_values(l.data(), n)
-                   : size_t{0};
-    });
+    size_t values = RRL_REPLY_HEADER;
+    for (size_t i = 0; i < n; i++) {
+        values += rrl::reply_width(limits[i].lease != 0,
+                                   limits[i].overrides != 0);
+    }
+    return values;
 }
 
 int rrl_call_reply_decode(const int64_t* values, size_t nvalues,

@@ -23,7 +23,7 @@ static ngx_int_t
 ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 {
     u_char                          *p;
-    size_t                           len, n, i;
+    size_t                           len, size, n, i;
     rrl_shown_t                      shown;
     rrl_field_t                      fields[RRL_SHOWN_FIELDS];
     ngx_table_elt_t                 *h;
@@ -43,19 +43,23 @@ ngx_http_redis_ratelimit_header_filter(ngx_http_request_t *r)
 
     ngx_http_redis_ratelimit_shown(ctx, &shown);
 
-    /* the values' size first, then the values */
+    /* most fit a first guess: written once */
 
-    len = rrl_shown_fields(NULL, 0, &shown, fields, &n);
+    for (size = 256; /* void */; size = len) {
+        p = ngx_pnalloc(r->pool, size);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        len = rrl_shown_fields((char *) p, size, &shown, fields, &n);
+        if (len <= size) {
+            break;
+        }
+    }
+
     if (len == 0) {
         return ngx_http_next_header_filter(r);
     }
-
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    (void) rrl_shown_fields((char *) p, len, &shown, fields, &n);
 
     for (i = 0; i < n; i++) {
         h = ngx_list_push(&r->headers_out.headers);

@@ -100,26 +100,29 @@ rrl_engine_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, rrl_engine_done_pt done)
 {
+    int                                    argc;
+    char                                  *args;
+    size_t                                 size, *argvlen;
     ngx_uint_t                             i;
+    const char                           **argv;
     const void                           **zones;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
-    /* laid out once, with what the leases ask: the arguments live on */
-    ctx->argc = RRL_CALL_ARGC(ctx->nlimits);
-    ctx->args_size = rrl_call_args_size(ctx->call_limits, ctx->nlimits);
-    ctx->args = ngx_pnalloc(r->pool, ctx->args_size);
-    ctx->argv = ngx_palloc(r->pool, ctx->argc * sizeof(char *));
-    ctx->argvlen = ngx_palloc(r->pool, ctx->argc * sizeof(size_t));
+    /* laid out once, with what the leases ask; in the pool until done() */
+    argc = RRL_CALL_ARGC(ctx->nlimits);
+    size = rrl_call_args_size(ctx->call_limits, ctx->nlimits);
+    args = ngx_pnalloc(r->pool, size);
+    argv = ngx_palloc(r->pool, argc * sizeof(char *));
+    argvlen = ngx_palloc(r->pool, argc * sizeof(size_t));
     zones = ngx_palloc(r->pool, ctx->nlimits * sizeof(void *));
 
-    if (ctx->args_size == 0 || ctx->args == NULL || ctx->argv == NULL
-        || ctx->argvlen == NULL || zones == NULL
-        || rrl_call_args(ctx->args, ctx->args_size,
-                         (char *) rmcf->script_sha1.data, rmcf->script_sha1.len,
-                         ctx->call_limits, ctx->nlimits, ctx->argv,
-                         ctx->argvlen)
+    if (size == 0 || args == NULL || argv == NULL || argvlen == NULL
+        || zones == NULL
+        || rrl_call_args(args, size, (char *) rmcf->script_sha1.data,
+                         rmcf->script_sha1.len, ctx->call_limits,
+                         ctx->nlimits, argv, argvlen)
            != RRL_OK)
     {
         return NULL;
@@ -129,9 +132,9 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         zones[i] = ctx->limits[i]->zone;
     }
 
-    return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine, ctx->argc,
-                           ctx->argv, ctx->argvlen, zones, ctx->nlimits,
-                           &ctx->result, done, r, ctx);
+    return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine, argc, argv,
+                           argvlen, zones, ctx->nlimits, &ctx->result, done, r,
+                           ctx);
 }
 
 

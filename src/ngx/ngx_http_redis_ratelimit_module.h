@@ -115,12 +115,6 @@ typedef struct {
     ngx_http_redis_ratelimit_limit_t    **limits;
     rrl_call_limit_t            *call_limits; /* theirs, with key and cost */
 
-    int                          argc;        /* a call to Redis only */
-    const char                 **argv;
-    size_t                      *argvlen;
-    char                        *args;        /* where argv points */
-    size_t                       args_size;
-
     rrl_engine_result_t          result;      /* Redis's, deny's or local */
     rrl_limit_result_t          *limit_results;
     rrl_decision_t               decision;
