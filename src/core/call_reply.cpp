@@ -142,4 +142,15 @@ bool call_reply_decode(const std::int64_t* values, std::size_t nvalues,
     }
 }
 
+std::string invalid_override_message(const rrl_call_limit_t* limits,
+                                     std::size_t n) {
+    for (std::size_t i = 0; i < n; i++) {
+        if (limits[i].override != RRL_OVERRIDE_INVALID) continue;
+        CallLimits l;
+        if (!to_call_limits(&limits[i], 1, l)) return "";
+        return override_message(l[0]);
+    }
+    return "";
+}
+
 }  // namespace rrl

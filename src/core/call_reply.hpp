@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "rrl.h"
 #include "rrl_call_args.h"
@@ -16,5 +17,10 @@ namespace rrl {
 bool call_reply_decode(const std::int64_t* values, std::size_t nvalues,
                        rrl_call_limit_t* limits, std::size_t n,
                        rrl_limit_result_t* results, rrl_decision_t* decision);
+
+// The log line of the first limit whose override is invalid (once
+// decoded), "" when none is.
+std::string invalid_override_message(const rrl_call_limit_t* limits,
+                                     std::size_t n);
 
 }  // namespace rrl

@@ -93,15 +93,8 @@ void rrl_deny_shown(const rrl_deny_entry_t* entry,
 size_t rrl_override_message(char* buf, size_t size,
                             const rrl_call_limit_t* limits, size_t n) noexcept {
     return guarded("rrl_override_message", size_t{0}, [&] {
-        const rrl_call_limit_t* invalid =
-            std::find_if(limits, limits + n, [](const rrl_call_limit_t& l) {
-                return l.override == RRL_OVERRIDE_INVALID;
-            });
-        rrl::CallLimits l;
-        if (invalid == limits + n || !rrl::to_call_limits(invalid, 1, l)) {
-            return size_t{0};
-        }
-        return rrl::capi::put(rrl::override_message(l[0]), buf, size);
+        return rrl::capi::put(rrl::invalid_override_message(limits, n), buf,
+                              size);
     });
 }
 
