@@ -60,7 +60,8 @@ Call::Call(const std::vector<std::string_view>& argv,
         auto p = std::find_if(parts_.begin(), parts_.end(),
                               [&](const Part& x) { return x.slot == slot; });
         if (p == parts_.end()) {
-            p = parts_.insert(parts_.end(), Part{});
+            parts_.push_back(Part{});
+            p = &parts_.back();
             p->slot = slot;
         }
         p->index.push_back(j);

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "small_vector.hpp"
+
 namespace rrl {
 
 class Call {
@@ -112,8 +114,8 @@ class Call {
     };
     struct Part {
         unsigned slot = 0;
-        std::vector<std::size_t> index;  // the request's limit of each
-        std::vector<std::int64_t> values;
+        SmallVector<std::size_t, 8> index;  // the request's limit of each
+        SmallVector<std::int64_t, 64> values;
         bool ok = false;  // values are set
         void* node = nullptr;
         bool in_batch = false;
@@ -130,8 +132,9 @@ class Call {
 
     std::string sha_;
     std::string time_;
-    std::vector<Limit> limits_;
-    std::vector<Part> parts_;
+    // a request's few limits and parts: no allocation of their own
+    SmallVector<Limit, 4> limits_;
+    SmallVector<Part, 2> parts_;
     bool detached_ = false;
     bool settlement_ = false;
 };

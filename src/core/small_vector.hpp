@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 namespace rrl {
@@ -48,6 +49,14 @@ class SmallVector {
     }
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
+    T& at(std::size_t i) {
+        if (i >= size_) throw std::out_of_range("SmallVector::at");
+        return data()[i];
+    }
+    const T& at(std::size_t i) const {
+        if (i >= size_) throw std::out_of_range("SmallVector::at");
+        return data()[i];
+    }
     T& operator[](std::size_t i) { return data()[i]; }
     const T& operator[](std::size_t i) const { return data()[i]; }
     T* begin() { return data(); }
