@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "resp.hpp"
+#include "small_vector.hpp"
 
 namespace rrl {
 
@@ -63,21 +64,25 @@ RetryAction Batch::retry(int kind) {
 const std::string& Batch::command(std::string_view sha) {
     if (!command_.empty()) return command_;
 
-    // the batch's zones, each named once: a few, in practice
-    std::vector<std::pair<const Call*, std::pair<std::size_t, std::size_t>>>
+    // the batch's zones, each named once: a few, in practice; the command
+    // written once, into room for its usual size
+    SmallVector<std::pair<const Call*, std::pair<std::size_t, std::size_t>>,
+                8>
         zones;
-    std::vector<const void*> ids;
-    std::vector<std::size_t> zone_of;
+    SmallVector<const void*, 8> ids;
+    SmallVector<std::size_t, 64> zone_of;
+    command_.reserve(256 + 128 * keys_);
 
     for (const Entry& e : entries_) {
         for (std::size_t j = 0; j < e.limits; j++) {
             const void* id = e.plan->zone(e.part, j);
             auto z = std::find(ids.begin(), ids.end(), id);
+            std::size_t at = static_cast<std::size_t>(z - ids.begin());
             if (z == ids.end()) {
-                z = ids.insert(ids.end(), id);
+                ids.push_back(id);
                 zones.push_back({e.plan, {e.part, j}});
             }
-            zone_of.push_back(static_cast<std::size_t>(z - ids.begin()) + 1);
+            zone_of.push_back(at + 1);
         }
     }
 
