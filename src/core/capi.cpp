@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "algorithm.hpp"
-#include "breaker.hpp"
 #include "capi.hpp"
 #include "cost.hpp"
 #include "deny.hpp"
@@ -29,17 +28,6 @@ using rrl::capi::guarded;
 using rrl::capi::put;
 
 namespace {
-
-int change_code(rrl::BreakerChange c) noexcept {
-    switch (c) {
-        case rrl::BreakerChange::opened:
-            return RRL_BREAKER_OPENED;
-        case rrl::BreakerChange::closed:
-            return RRL_BREAKER_CLOSED_AGAIN;
-        default:
-            return RRL_BREAKER_NO_CHANGE;
-    }
-}
 
 // The host has been checked to be shorter than RRL_HOST_MAX.
 void copy_host(const std::string& host, char* out) noexcept {
@@ -244,32 +232,6 @@ int rrl_deny_applies(const rrl_deny_entry_t* entry,
                      int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
     return rrl::deny_applies(*entry, *limit, now_us, values) ? 1 : 0;
 }
-
-void rrl_breaker_init(rrl_breaker_t* b, uint64_t max_failures,
-                      int64_t cooldown_ms) noexcept {
-    rrl::breaker_init(b, max_failures, cooldown_ms);
-}
-
-int rrl_breaker_allow(rrl_breaker_t* b, int64_t now_ms) noexcept {
-    switch (rrl::breaker_allow(b, now_ms)) {
-        case rrl::BreakerVerdict::probe:
-            return RRL_BREAKER_PROBE;
-        case rrl::BreakerVerdict::refuse:
-            return RRL_BREAKER_REFUSE;
-        default:
-            return RRL_BREAKER_CALL;
-    }
-}
-
-int rrl_breaker_success(rrl_breaker_t* b) noexcept {
-    return change_code(rrl::breaker_success(b));
-}
-
-int rrl_breaker_failure(rrl_breaker_t* b, int64_t now_ms) noexcept {
-    return change_code(rrl::breaker_failure(b, now_ms));
-}
-
-void rrl_breaker_abandon(rrl_breaker_t* b) noexcept { rrl::breaker_abandon(b); }
 
 size_t rrl_metrics_bucket(uint64_t rtt_us) noexcept {
     return rrl::metrics_bucket(rtt_us);

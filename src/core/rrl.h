@@ -351,43 +351,6 @@ int rrl_deny_applies(const rrl_deny_entry_t *entry,
     int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
 
 /*
- * The circuit breaker of one Redis node (see breaker.hpp): closed, calls
- * go; after max_failures failures in a row, open: calls are refused for
- * cooldown_ms; then half open: one call, the probe, goes; its success
- * closes the circuit, its failure opens it again, and a probe never sent
- * is abandoned (the next call probes). Times in ms of the caller's clock.
- */
-#define RRL_BREAKER_CLOSED     0
-#define RRL_BREAKER_OPEN       1
-#define RRL_BREAKER_HALF_OPEN  2
-
-typedef struct {
-    int       state;
-    int       probing;          /* half open: the probe is out */
-    uint64_t  failures;         /* in a row */
-    int64_t   open_until_ms;
-    uint64_t  max_failures;
-    int64_t   cooldown_ms;
-} rrl_breaker_t;
-
-/* what rrl_breaker_allow() says of a call */
-#define RRL_BREAKER_CALL    0
-#define RRL_BREAKER_PROBE   1   /* half open: the call is the probe */
-#define RRL_BREAKER_REFUSE  2
-
-/* what an outcome changed, to be logged once */
-#define RRL_BREAKER_NO_CHANGE  0
-#define RRL_BREAKER_OPENED     1
-#define RRL_BREAKER_CLOSED_AGAIN  2
-
-void rrl_breaker_init(rrl_breaker_t *b, uint64_t max_failures,
-    int64_t cooldown_ms) RRL_NOEXCEPT;
-int rrl_breaker_allow(rrl_breaker_t *b, int64_t now_ms) RRL_NOEXCEPT;
-int rrl_breaker_success(rrl_breaker_t *b) RRL_NOEXCEPT;
-int rrl_breaker_failure(rrl_breaker_t *b, int64_t now_ms) RRL_NOEXCEPT;
-void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
-
-/*
  * Metrics ("redis_ratelimit_metrics"): the Prometheus text exposition
  * (format 0.0.4) of the counters the shim keeps in shared memory.
  */
