@@ -14,6 +14,7 @@
 
 #include "rrl.h"
 #include "rrl_call_args.h"
+#include "slot.hpp"
 
 namespace {
 
@@ -83,8 +84,8 @@ TEST(Call, OnePartOutsideACluster) {
 TEST(Call, APartASlotInTheRequestsOrder) {
     Plan p = make(Argv(kKeys), 1);
     ASSERT_EQ(p->parts(), 2u);
-    EXPECT_EQ(p->slot(0), rrl_key_slot("{a}x", 4));
-    EXPECT_EQ(p->slot(1), rrl_key_slot("{b}x", 4));
+    EXPECT_EQ(p->slot(0), rrl::key_slot("{a}x"));
+    EXPECT_EQ(p->slot(1), rrl::key_slot("{b}x"));
     EXPECT_EQ(p->values(0), 2u + 4 * 2);
     EXPECT_EQ(p->values(1), 2u + 4);
 

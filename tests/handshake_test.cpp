@@ -9,8 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "rrl.h"
 #include "handshake.hpp"
+#include "rrl.h"
+#include "script.hpp"
 
 namespace {
 
@@ -122,8 +123,9 @@ TEST(Handshake, EachCommandsArguments) {
     EXPECT_EQ(command(hs, rrl::kHandshakeSelect), (Args{"SELECT", "12"}));
     EXPECT_EQ(command(hs, rrl::kHandshakeSetname),
               (Args{"CLIENT", "SETNAME", "nginx-redis-ratelimit"}));
-    size_t len = 0;
-    const char* script = rrl_script(&len);
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
     EXPECT_EQ(command(hs, rrl::kHandshakeScriptLoad),
               (Args{"SCRIPT", "LOAD", std::string(script, len)}));
     for (int step :

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error_reply.hpp"
 #include "reply.hpp"
 #include "rrl.h"
 
@@ -294,9 +295,9 @@ TEST(SecondsUp, Values) {
 
 TEST(ReplyErrorKind, NoScript) {
     const std::string noscript = "NOSCRIPT No matching script. Please use EVAL.";
-    EXPECT_EQ(rrl_reply_error_kind(noscript.data(), noscript.size()),
+    EXPECT_EQ(rrl::error_kind(noscript),
               RRL_REPLY_NOSCRIPT);
-    EXPECT_EQ(rrl_reply_error_kind("NOSCRIPT", 8), RRL_REPLY_NOSCRIPT);
+    EXPECT_EQ(rrl::error_kind("NOSCRIPT"), RRL_REPLY_NOSCRIPT);
     EXPECT_TRUE(rrl::is_noscript(noscript));
 }
 
@@ -307,11 +308,11 @@ TEST(ReplyErrorKind, OtherErrors) {
           std::string("NOSCRIPTS"), std::string("noscript No matching"),
           std::string(" NOSCRIPT No matching"), std::string("NOSCRIP"),
           std::string("BUSY Redis is busy running a script")}) {
-        EXPECT_EQ(rrl_reply_error_kind(e.data(), e.size()), RRL_REPLY_ERROR)
+        EXPECT_EQ(rrl::error_kind(e), RRL_REPLY_ERROR)
             << e;
     }
     // only the given length counts
-    EXPECT_EQ(rrl_reply_error_kind("NOSCRIPT x", 7), RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view("NOSCRIPT x", 7)), RRL_REPLY_ERROR);
     // READONLY, MOVED and the other cluster errors: cluster_test.cpp
 }
 

@@ -1,4 +1,4 @@
-// Shared fixture of the script tests: the real Lua script (rrl_script())
+// Shared fixture of the script tests: the real Lua script (rrl::script())
 // run by EVALSHA against a throwaway redis-server, with the time injected
 // through ARGV[1] (microseconds).
 //
@@ -17,6 +17,7 @@
 
 #include "redis_server.hpp"
 #include "rrl.h"
+#include "script.hpp"
 
 namespace rrl_test {
 
@@ -132,8 +133,9 @@ class ScriptFixture : public ::testing::Test {
         server_ = new RedisServer();
         if (!server_->ok()) return;
         RedisClient client(server_->socket_path());
-        size_t len = 0;
-        const char* script = rrl_script(&len);
+        std::string_view script_text = rrl::script();
+        const char* script = script_text.data();
+        size_t len = script_text.size();
         loaded_sha_ =
             client.status_or_string({"SCRIPT", "LOAD", {script, len}});
         // the same script, then PERSIST of its keys, in one script: Redis

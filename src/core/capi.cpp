@@ -10,7 +10,6 @@
 #include "capi.hpp"
 #include "cost.hpp"
 #include "deny.hpp"
-#include "error_reply.hpp"
 #include "fields.hpp"
 #include "key.hpp"
 #include "local.hpp"
@@ -20,21 +19,10 @@
 #include "rate.hpp"
 #include "reply.hpp"
 #include "rrl.h"
-#include "slot.hpp"
-#include "topology.hpp"
 
 using rrl::LogLevel;
 using rrl::capi::guarded;
 using rrl::capi::put;
-
-namespace {
-
-// The host has been checked to be shorter than RRL_HOST_MAX.
-void copy_host(const std::string& host, char* out) noexcept {
-    std::memcpy(out, host.c_str(), host.size() + 1);
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -112,17 +100,6 @@ size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
     });
 }
 
-size_t rrl_printable(char* buf, size_t size, const unsigned char* s,
-                     size_t len) noexcept {
-    if (size < 4) return 0;
-    return guarded("rrl_printable", size_t{0}, [&] {
-        std::string p = rrl::printable(
-            {reinterpret_cast<const char*>(s), len}, size);
-        std::memcpy(buf, p.data(), p.size());
-        return p.size();
-    });
-}
-
 int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
                      rrl_limit_result_t* limits,
                      rrl_decision_t* decision) noexcept {
@@ -136,70 +113,6 @@ int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
         std::memcpy(limits, d->limits.data(),
                     nlimits * sizeof(rrl_limit_result_t));
         *decision = d->decision;
-        return RRL_OK;
-    });
-}
-
-int rrl_reply_error_kind(const char* text, size_t len) noexcept {
-    return rrl::error_kind({text, len});
-}
-
-unsigned rrl_key_slot(const char* key, size_t len) noexcept {
-    return rrl::key_slot({key, len});
-}
-
-int rrl_reply_redirect(const char* text, size_t len, unsigned* slot, char* host,
-                       unsigned* port) noexcept {
-    return guarded("rrl_reply_redirect", RRL_ERROR, [&] {
-        auto r = rrl::parse_redirect({text, len});
-        if (!r) return RRL_ERROR;
-        *slot = r->slot;
-        copy_host(r->target.host, host);
-        *port = r->target.port;
-        return RRL_OK;
-    });
-}
-
-int rrl_cluster_slots_parse(const rrl_value_t* reply, rrl_slot_range_t* ranges,
-                            size_t max, size_t* n) noexcept {
-    return guarded("rrl_cluster_slots_parse", RRL_ERROR, [&] {
-        std::string error = "no reply";
-        auto parsed = reply == nullptr
-                          ? std::nullopt
-                          : rrl::parse_cluster_slots(*reply, max, &error);
-        if (!parsed) {
-            rrl::log(LogLevel::error,
-                     "unexpected CLUSTER SLOTS reply: " + error);
-            return RRL_ERROR;
-        }
-        for (size_t i = 0; i < parsed->size(); i++) {
-            const rrl::SlotRange& r = (*parsed)[i];
-            ranges[i].start = r.start;
-            ranges[i].end = r.end;
-            copy_host(r.primary.host, ranges[i].host);
-            ranges[i].port = r.primary.port;
-        }
-        *n = parsed->size();
-        return RRL_OK;
-    });
-}
-
-int rrl_sentinel_addr_parse(const rrl_value_t* reply, char* host,
-                            unsigned* port) noexcept {
-    return guarded("rrl_sentinel_addr_parse", RRL_ERROR, [&] {
-        std::string error = "no reply";
-        auto answer = reply == nullptr
-                          ? std::nullopt
-                          : rrl::parse_sentinel_primary(*reply, &error);
-        if (!answer) {
-            rrl::log(
-                LogLevel::error,
-                "unexpected SENTINEL get-master-addr-by-name reply: " + error);
-            return RRL_ERROR;
-        }
-        if (!answer->known) return RRL_UNKNOWN;
-        copy_host(answer->primary.host, host);
-        *port = answer->primary.port;
         return RRL_OK;
     });
 }
@@ -231,10 +144,6 @@ int rrl_deny_applies(const rrl_deny_entry_t* entry,
                      const rrl_deny_limit_t* limit, int64_t now_us,
                      int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
     return rrl::deny_applies(*entry, *limit, now_us, values) ? 1 : 0;
-}
-
-size_t rrl_metrics_bucket(uint64_t rtt_us) noexcept {
-    return rrl::metrics_bucket(rtt_us);
 }
 
 size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,

@@ -15,6 +15,7 @@
 #include "metrics.hpp"
 #include "metrics_count.hpp"
 #include "retry.hpp"
+#include "script.hpp"
 
 namespace rrl::engine {
 
@@ -178,10 +179,9 @@ void Batches::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
         switch (batch->retry(kind)) {
             case RetryAction::load_script: {
                 // Redis lost the script (restart, SCRIPT FLUSH); it did not run
-                size_t len;
-                const char* script = rrl_script(&len);
-                const char* argv[] = {"SCRIPT", "LOAD", script};
-                const size_t argvlen[] = {6, 4, len};
+                std::string_view text = script();
+                const char* argv[] = {"SCRIPT", "LOAD", text.data()};
+                const size_t argvlen[] = {6, 4, text.size()};
                 if (node->command_argv(nullptr, nullptr, 3, argv, argvlen) &&
                     self.resend(batch, node)) {
                     return 0;

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "rrl.h"
+#include "script.hpp"
 
 namespace rrl {
 
@@ -48,8 +48,6 @@ int handshake_next(const Handshake& hs, int step) {
 
 std::size_t handshake_command(const Handshake& hs, int step,
                               std::string_view args[kHandshakeArgs]) {
-    std::size_t len = 0;
-    const char* script = nullptr;
     switch (step) {
         case kHandshakeAuth:
             args[0] = "AUTH";
@@ -72,8 +70,7 @@ std::size_t handshake_command(const Handshake& hs, int step,
         case kHandshakeScriptLoad:
             args[0] = "SCRIPT";
             args[1] = "LOAD";
-            script = rrl_script(&len);
-            args[2] = std::string_view(script, len);
+            args[2] = script();
             return 3;
         default:
             return 0;

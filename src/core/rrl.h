@@ -1,7 +1,9 @@
 /*
- * The C API of the rate limiter core: the only header the nginx shim
- * includes from the core. Every function is noexcept: failures come back
- * as return codes and, where useful, a message through the log callback.
+ * The C API of the rate limiter core: its common codes, the log callback,
+ * and the rules the nginx shim calls that belong to no subsystem's header
+ * (rrl_conf.h, rrl_engine.h, rrl_lease.h, ... include this one). Every
+ * function is noexcept: failures come back as return codes and, where
+ * useful, a message through the log callback.
  */
 
 #ifndef RRL_H
@@ -126,16 +128,9 @@ size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
 size_t rrl_key_build(char *buf, const char *zone, size_t zone_len,
     int algorithm, const unsigned char *key, size_t key_len) RRL_NOEXCEPT;
 
-/*
- * Writes a printable, escaped copy of s (for logs) of at most size bytes,
- * size >= 4, cut with "..." if needed; returns its length.
- */
-size_t rrl_printable(char *buf, size_t size, const unsigned char *s,
-    size_t len) RRL_NOEXCEPT;
 
 
-/* The Lua script run by EVALSHA, and its SHA-1 in 40 hex digits. */
-const char *rrl_script(size_t *len) RRL_NOEXCEPT;
+/* The SHA-1 of the Lua script run by EVALSHA (script.hpp), 40 hex digits. */
 const char *rrl_script_sha1(void) RRL_NOEXCEPT;
 
 /* Number of ARGV entries the script takes: 1 + RRL_ARGS_PER_LIMIT * n. */
@@ -175,6 +170,7 @@ typedef struct {
 int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
     rrl_limit_result_t *limits, rrl_decision_t *decision) RRL_NOEXCEPT;
 
+/* an error reply's kind, by its first word (error_reply.hpp) */
 #define RRL_REPLY_ERROR        0   /* any other error */
 #define RRL_REPLY_NOSCRIPT     1   /* "NOSCRIPT No matching script..." */
 #define RRL_REPLY_MOVED        2   /* "MOVED <slot> <host>:<port>" */
@@ -185,42 +181,13 @@ int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
 #define RRL_REPLY_MASTERDOWN   7
 #define RRL_REPLY_LOADING      8
 
-/*
- * Classifies an error reply by its first word (up to the first space or the
- * end), exactly, case-sensitive.
- */
-int rrl_reply_error_kind(const char *text, size_t len) RRL_NOEXCEPT;
-
-
 #define RRL_CLUSTER_SLOTS  16384
-
-/*
- * The Redis Cluster slot of a key: CRC16 (XMODEM, as Redis' crc16.c) mod
- * 16384, of the hash tag when the key has one ({...} non-empty, first '{'
- * then the first '}' after it), as Redis' keyHashSlot().
- */
-unsigned rrl_key_slot(const char *key, size_t len) RRL_NOEXCEPT;
 
 #define RRL_HOST_MAX  256   /* with its NUL */
 
 /*
- * The target of a MOVED or ASK error: slot (< 16384), host (copied,
- * NUL-terminated, into host of RRL_HOST_MAX bytes; the port is after the
- * LAST ':' so "::1:7000" gives host "::1"; brackets "[::1]:7000" are
- * stripped too), port (1..65535). RRL_ERROR, not logged (the caller has the
- * text), on anything malformed: an empty host or "?" (Redis 7 sends those
- * when it has no endpoint to announce), a host of RRL_HOST_MAX bytes or
- * more or with bytes that are not printable ASCII, blanks or brackets,
- * trailing garbage. The text may be anything a hostile server sends (not
- * NUL-terminated, any bytes).
- */
-int rrl_reply_redirect(const char *text, size_t len, unsigned *slot,
-    char *host, unsigned *port) RRL_NOEXCEPT;
-
-
-/*
- * A Redis reply as a tree, built by the shim from hiredis' reply (the core
- * never sees hiredis types).
+ * A Redis reply as a tree, built by the engine from hiredis' reply for the
+ * topology's parsers (topology.hpp).
  */
 #define RRL_VALUE_STRING   1
 #define RRL_VALUE_ARRAY    2
@@ -239,40 +206,6 @@ struct rrl_value_s {
     const rrl_value_t  *elements;   /* ARRAY */
     size_t              nelements;
 };
-
-typedef struct {
-    unsigned  start;                /* inclusive, < 16384 */
-    unsigned  end;                  /* inclusive, >= start, < 16384 */
-    char      host[RRL_HOST_MAX];   /* the primary's; "" = the node asked */
-    unsigned  port;                 /* 1..65535 */
-} rrl_slot_range_t;
-
-/*
- * The reply to CLUSTER SLOTS (RESP2, Redis 3 to 7): an array of
- * [start, end, [host, port, id, ...], replica entries...]: writes the
- * primary of each range into ranges (at most max entries) and their number
- * into *n. A nil, empty or "?" host (Redis 7's unknown endpoint) is
- * reported as "" (the caller uses the address it asked). RRL_ERROR (and
- * logs why, at RRL_LOG_ERR) on a malformed reply: not an array, an entry
- * with fewer than 3 elements, non-integer or out-of-range start/end/port,
- * start > end, overlapping ranges, a host that is neither a string nor nil
- * or that rrl_reply_redirect() refuses (too long...), more than max ranges. Ranges need not cover all slots (a cluster
- * being set up), ranges come in any order.
- */
-int rrl_cluster_slots_parse(const rrl_value_t *reply, rrl_slot_range_t *ranges,
-    size_t max, size_t *n) RRL_NOEXCEPT;
-
-/*
- * The reply to SENTINEL get-master-addr-by-name: [host, port] as two
- * strings. RRL_OK with host (NUL-terminated, RRL_HOST_MAX bytes) and port;
- * RRL_UNKNOWN for a nil reply (the sentinel does not know that name);
- * RRL_ERROR (logged) for anything else: an error reply, wrong shapes, port
- * not a decimal 1..65535, a host as rrl_reply_redirect() refuses it.
- */
-#define RRL_UNKNOWN  1
-
-int rrl_sentinel_addr_parse(const rrl_value_t *reply, char *host,
-    unsigned *port) RRL_NOEXCEPT;
 
 /*
  * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail
@@ -421,9 +354,6 @@ typedef struct {
     uint64_t                   connections;
     uint64_t                   circuits[RRL_METRICS_CIRCUIT_STATES];
 } rrl_metrics_t;
-
-/* the bucket of a round trip of rtt_us: the first bound >= it */
-size_t rrl_metrics_bucket(uint64_t rtt_us) RRL_NOEXCEPT;
 
 /*
  * Writes the exposition of *m into buf, at most size bytes (buf may be

@@ -132,7 +132,7 @@ rrl_engine_t *rrl_engine_new(const rrl_engine_conf_t *conf,
 void rrl_engine_free(rrl_engine_t *engine) RRL_NOEXCEPT;
 
 /*
- * The script call of argv (as rrl_call_args_build() lays it out; zones[j]
+ * The script call of argv (as rrl_call_args() lays it out; zones[j]
  * names limit j's zone, n of them): in a cluster one part a slot of the
  * keys, each to its primary, in the batches of this turn. done(request,
  * data) runs once, from a posted event, after every reply, a failure or

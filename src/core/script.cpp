@@ -5,6 +5,7 @@
 
 #include "rrl.h"
 #include "rrl_script.h"
+#include "script.hpp"
 #include "sha1.hpp"
 
 namespace {
@@ -19,9 +20,8 @@ const std::string& script_sha1() {
 
 }  // namespace
 
-extern "C" const char* rrl_script(size_t* len) noexcept {
-    *len = script_text.size();
-    return script_text.data();
+std::string_view rrl::script() {
+    return script_text;
 }
 
 extern "C" const char* rrl_script_sha1(void) noexcept {

@@ -12,7 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "error_reply.hpp"
 #include "rrl.h"
+#include "script.hpp"
 #include "simulate.hpp"
 
 namespace {
@@ -218,11 +220,9 @@ public:
     explicit Script(sim::Connection* c) : c_(c) {}
 
     void load() {
-        size_t len;
-        const char* text = rrl_script(&len);
         std::string error;
-        sim::Reply r = c_->command({"SCRIPT", "LOAD", std::string(text, len)},
-                                   &error);
+        sim::Reply r =
+            c_->command({"SCRIPT", "LOAD", std::string(rrl::script())}, &error);
         if (!r) die(error);
         if (r->type != REDIS_REPLY_STRING) {
             die(std::string("SCRIPT LOAD failed: ") +
@@ -264,8 +264,7 @@ public:
             if (r->type == REDIS_REPLY_ERROR) {
                 std::string text(r->str, r->len);
                 if (attempt == 0 &&
-                    rrl_reply_error_kind(text.data(), text.size()) ==
-                        RRL_REPLY_NOSCRIPT) {
+                    rrl::error_kind(text) == RRL_REPLY_NOSCRIPT) {
                     load();
                     continue;
                 }
