@@ -1,10 +1,10 @@
 // The reconnect backoff (rrl::backoff_next): its bounds, its doubling, and
 // its jitter of +-25% over the whole range of the random number.
+#include "backoff.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
-
-#include "backoff.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// A batch (Batch, OpenBatches): its bounds, the EVALSHA of the batch form byte for
-// byte as the engine sends it, each request's share of the reply, and the
+// A batch (Batch, OpenBatches): its bounds, the EVALSHA of the batch form byte
+// for byte as the engine sends it, each request's share of the reply, and the
 // parts left out before it is sent.
 #include "batch.hpp"
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "resp.hpp"
 #include "open_batches.hpp"
+#include "resp.hpp"
 #include "retry.hpp"
 #include "rrl_call_args.h"
 

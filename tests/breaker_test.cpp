@@ -3,12 +3,12 @@
 // circuit never closed again: each must end as a success, a failure or an
 // abandonment, and each of those leaves a state that closes once Redis
 // answers.
+#include "breaker.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-
-#include "breaker.hpp"
 
 namespace {
 
@@ -42,7 +42,8 @@ void expect_recovers(rrl::Breaker b, std::int64_t from) {
         verdict = b.allow(t);
         if (verdict != rrl::BreakerVerdict::refuse) break;
     }
-    ASSERT_NE(verdict, rrl::BreakerVerdict::refuse) << "never allows a call again";
+    ASSERT_NE(verdict, rrl::BreakerVerdict::refuse)
+        << "never allows a call again";
     EXPECT_LE(t, from + kCooldown) << "within the cooldown";
     b.success();
     EXPECT_EQ(b.state, rrl::BreakerState::closed);
@@ -51,7 +52,8 @@ void expect_recovers(rrl::Breaker b, std::int64_t from) {
 
 TEST(Breaker, ClosedAllowsEveryCall) {
     rrl::Breaker b = fresh();
-    for (int i = 0; i < 10; i++) EXPECT_EQ(b.allow(i), rrl::BreakerVerdict::call);
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ(b.allow(i), rrl::BreakerVerdict::call);
     EXPECT_EQ(b.state, rrl::BreakerState::closed);
 }
 

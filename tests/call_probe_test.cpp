@@ -6,8 +6,8 @@
 
 #include <memory>
 #include <stdexcept>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "batch.hpp"
@@ -119,10 +119,10 @@ TEST(CallProbe, ATimeoutFailsEachNodeOnce) {
     c->answer(0);
     EXPECT_EQ(c->time_out(), 1u);  // the first left
     EXPECT_EQ(c->pending(), 0u);
-    EXPECT_TRUE(c->fails(0));  // node a
-    EXPECT_TRUE(c->fails(1));  // node b
-    EXPECT_FALSE(c->fails(2));  // node a again
-    EXPECT_FALSE(c->fails(0));  // once
+    EXPECT_TRUE(c->fails(0));      // node a
+    EXPECT_TRUE(c->fails(1));      // node b
+    EXPECT_FALSE(c->fails(2));     // node a again
+    EXPECT_FALSE(c->fails(0));     // once
     EXPECT_EQ(c->time_out(), 3u);  // none left
 }
 
@@ -143,7 +143,7 @@ TEST(CallProbe, ADetachedCallKeepsItsTimerForAProbeOut) {
     c->detach();
     EXPECT_FALSE(c->awaited(0));
     EXPECT_FALSE(c->probe_lost(0));  // no probe
-    EXPECT_TRUE(c->probe_lost(1));  // a failure
+    EXPECT_TRUE(c->probe_lost(1));   // a failure
     EXPECT_FALSE(c->probe_lost(1));  // once
     EXPECT_FALSE(c->probe_out());
 }

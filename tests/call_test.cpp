@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rrl.h"

@@ -131,14 +131,16 @@ TEST(KeySlot, EveryKeyOfAZoneAndClientInOneSlot) {
                           reinterpret_cast<const unsigned char*>(client.data()),
                           client.size());
         ASSERT_GT(len, 0u);
-        EXPECT_EQ(rrl::key_slot(std::string_view(buf, len)), slot("api:10.0.0.1"))
+        EXPECT_EQ(rrl::key_slot(std::string_view(buf, len)),
+                  slot("api:10.0.0.1"))
             << std::string(buf, len);
     }
 }
 
 TEST(KeySlot, OnlyTheGivenLengthCounts) {
     EXPECT_EQ(rrl::key_slot(std::string_view("foo{bar}", 3)), 12182u);
-    EXPECT_EQ(rrl::key_slot(std::string_view("{bar}", 4)), 4015u);  // "{bar": no tag
+    EXPECT_EQ(rrl::key_slot(std::string_view("{bar}", 4)),
+              4015u);  // "{bar": no tag
     EXPECT_EQ(rrl::key_slot({}), 0u);
 }
 
@@ -466,7 +468,8 @@ class ClusterSlots : public ReplyParse {
         EXPECT_LE(parsed->size(), max);
         for (const rrl::SlotRange& r : *parsed) {
             EXPECT_LT(r.primary.host.size(), std::size_t{RRL_HOST_MAX});
-            s.ranges.push_back({r.start, r.end, r.primary.host, r.primary.port});
+            s.ranges.push_back(
+                {r.start, r.end, r.primary.host, r.primary.port});
         }
         return s;
     }

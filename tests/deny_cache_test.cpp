@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "deny.hpp"
 #include "rrl.h"
 #include "rrl_conf.h"
 #include "rrl_deny_cache.h"
@@ -151,7 +152,7 @@ TEST(DenyAnswer, AnEntryThatAppliesRejectsWithRedissValues) {
     std::int64_t v[RRL_REPLY_PER_LIMIT];
     std::int64_t expected[RRL_REPLY_PER_LIMIT];
 
-    ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, expected), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, kSent + 100 * kMs, expected), 1);
     EXPECT_EQ(rrl::deny_answer(&e, l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
     for (int i = 0; i < RRL_REPLY_PER_LIMIT; i++) {
         EXPECT_EQ(v[i], expected[i]) << i;

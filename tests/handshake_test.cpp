@@ -2,6 +2,8 @@
 // for each combination of username, password and database, to a Redis and
 // to a Sentinel, what follows each step's success, and each command's
 // arguments.
+#include "handshake.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,14 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "handshake.hpp"
 #include "rrl.h"
 #include "script.hpp"
 
 namespace {
 
 rrl::Handshake redis(const std::string& username, const std::string& password,
-                      uint64_t db) {
+                     uint64_t db) {
     static std::string u, p;  // outlive the views
     u = username;
     p = password;
@@ -86,8 +87,8 @@ TEST(Handshake, ASentinelOnlyAuthenticatesWithItsPassword) {
 
 TEST(Handshake, TheScriptIsLoadedOnlyAfterTheName) {
     rrl::Handshake hs = redis("u", "pw", 2);
-    for (int step :
-         {rrl::kHandshakeAuth, rrl::kHandshakeAuthUser, rrl::kHandshakeSelect}) {
+    for (int step : {rrl::kHandshakeAuth, rrl::kHandshakeAuthUser,
+                     rrl::kHandshakeSelect}) {
         EXPECT_EQ(rrl::handshake_next(hs, step), rrl::kHandshakeNone);
     }
     EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeSetname),
@@ -106,13 +107,16 @@ TEST(Handshake, ASentinelWorksOnceConnected) {
     rrl::Handshake hs = sentinel("spw");
     EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeConnected),
               rrl::kHandshakeReady);
-    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeAuth), rrl::kHandshakeNone);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeAuth),
+              rrl::kHandshakeNone);
 }
 
 TEST(Handshake, NothingFollowsTheEnd) {
     rrl::Handshake hs = redis("", "", 0);
-    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeReady), rrl::kHandshakeNone);
-    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeNone), rrl::kHandshakeNone);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeReady),
+              rrl::kHandshakeNone);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeNone),
+              rrl::kHandshakeNone);
 }
 
 TEST(Handshake, EachCommandsArguments) {
@@ -128,8 +132,8 @@ TEST(Handshake, EachCommandsArguments) {
     size_t len = script_text.size();
     EXPECT_EQ(command(hs, rrl::kHandshakeScriptLoad),
               (Args{"SCRIPT", "LOAD", std::string(script, len)}));
-    for (int step :
-         {rrl::kHandshakeNone, rrl::kHandshakeConnected, rrl::kHandshakeReady}) {
+    for (int step : {rrl::kHandshakeNone, rrl::kHandshakeConnected,
+                     rrl::kHandshakeReady}) {
         EXPECT_EQ(command(hs, step), Args{});
     }
 }
@@ -150,8 +154,10 @@ TEST(Handshake, TheLargestDatabaseNumberFits) {
 
 TEST(Handshake, StepsAreNamedForLogs) {
     EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeAuth)), "AUTH");
-    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeAuthUser)), "AUTH");
-    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeSelect)), "SELECT");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeAuthUser)),
+              "AUTH");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeSelect)),
+              "SELECT");
     EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeSetname)),
               "CLIENT SETNAME");
     EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeScriptLoad)),

@@ -1,5 +1,7 @@
 // Metrics counting (rrl_metrics_*): which counter a request counts in,
 // which error kind a reply counts as, round trips, and the gauges of nodes.
+#include "metrics_count.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,7 +9,6 @@
 #include <string_view>
 
 #include "metrics.hpp"
-#include "metrics_count.hpp"
 #include "rrl_lease.h"
 #include "rrl_metrics_count.h"
 

@@ -1,9 +1,9 @@
 // A node's use (node_use.hpp): which node a new address takes over, when
 // an idle node closes, when a stuck connection is dropped, and what
 // follows a lost connection.
-#include <gtest/gtest.h>
-
 #include "node_use.hpp"
+
+#include <gtest/gtest.h>
 
 namespace {
 

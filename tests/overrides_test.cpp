@@ -359,9 +359,9 @@ TEST(OverridesLog, TheRateOfARejection) {
 
 // [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
 std::unique_ptr<rrl::Call> make_call(const std::vector<std::string>& keys,
-                      const std::vector<std::string>& algorithms,
-                      std::vector<std::string>& args,
-                      std::vector<const void*>& zones) {
+                                     const std::vector<std::string>& algorithms,
+                                     std::vector<std::string>& args,
+                                     std::vector<const void*>& zones) {
     args = {"EVALSHA", "0123abcd", std::to_string(keys.size())};
     args.insert(args.end(), keys.begin(), keys.end());
     args.push_back("");
@@ -379,11 +379,10 @@ TEST(OverridesCall, PartsMergeAtTheirWidths) {
     std::vector<std::string> args;
     std::vector<const void*> zones;
     // "{a}x" and "{a}y" share a slot, "{b}x" is in another
-    std::unique_ptr<rrl::Call> call =
-        make_call({"{a}x", "{b}x", "{a}y"},
-                  {"fixed_window+overrides", "fixed_window",
-                   "token_bucket+overrides"},
-                  args, zones);
+    std::unique_ptr<rrl::Call> call = make_call(
+        {"{a}x", "{b}x", "{a}y"},
+        {"fixed_window+overrides", "fixed_window", "token_bucket+overrides"},
+        args, zones);
     ASSERT_NE(call, nullptr);
     ASSERT_EQ(call->parts(), 2u);
     ASSERT_EQ(call->values(0), 2u + 8 + 8);

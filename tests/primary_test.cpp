@@ -1,8 +1,8 @@
 // The primary behind Sentinel (rrl::Primary): the first answer, the
 // same primary again, a failover.
-#include <gtest/gtest.h>
-
 #include "primary.hpp"
+
+#include <gtest/gtest.h>
 
 namespace {
 

@@ -3,12 +3,12 @@
 // 500 ms after 2 failures, no poll), Sentinel (100 ms, 500 ms after one
 // failure per sentinel, a poll every second), and which target is next.
 // A fake shim records what is sent and how its timer is set.
+#include "refresher.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-
-#include "refresher.hpp"
 
 namespace {
 

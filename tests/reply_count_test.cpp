@@ -1,8 +1,8 @@
 // The replies a connection is owed (rrl::ReplyCount): one top-level reply
 // per command sent, elements free, and the first reply too many caught.
-#include <gtest/gtest.h>
-
 #include "reply_count.hpp"
+
+#include <gtest/gtest.h>
 
 namespace {
 

@@ -1,9 +1,10 @@
 // What a batch's reply leads to (retry.hpp): sent again once after
 // NOSCRIPT and once after MOVED or ASK; counted by the breaker as Redis
 // answering or not; whom to ask who serves now.
+#include "retry.hpp"
+
 #include <gtest/gtest.h>
 
-#include "retry.hpp"
 #include "rrl.h"
 
 namespace {
@@ -13,14 +14,18 @@ TEST(Retry, NoscriptLoadsTheScriptOnce) {
               rrl::RetryAction::load_script);
     EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, false, true),
               rrl::RetryAction::load_script);
-    EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, true, false), rrl::RetryAction::answer);
+    EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, true, false),
+              rrl::RetryAction::answer);
 }
 
 TEST(Retry, MovedAndAskRedirectOnce) {
     for (int kind : {RRL_REPLY_MOVED, RRL_REPLY_ASK}) {
-        EXPECT_EQ(rrl::retry_action(kind, false, false), rrl::RetryAction::redirect);
-        EXPECT_EQ(rrl::retry_action(kind, true, false), rrl::RetryAction::redirect);
-        EXPECT_EQ(rrl::retry_action(kind, false, true), rrl::RetryAction::answer);
+        EXPECT_EQ(rrl::retry_action(kind, false, false),
+                  rrl::RetryAction::redirect);
+        EXPECT_EQ(rrl::retry_action(kind, true, false),
+                  rrl::RetryAction::redirect);
+        EXPECT_EQ(rrl::retry_action(kind, false, true),
+                  rrl::RetryAction::answer);
     }
 }
 
@@ -28,7 +33,9 @@ TEST(Retry, OtherRepliesAreAnswered) {
     for (int kind :
          {RRL_REPLY_ERROR, RRL_REPLY_TRYAGAIN, RRL_REPLY_CLUSTERDOWN,
           RRL_REPLY_READONLY, RRL_REPLY_MASTERDOWN, RRL_REPLY_LOADING}) {
-        EXPECT_EQ(rrl::retry_action(kind, false, false), rrl::RetryAction::answer) << kind;
+        EXPECT_EQ(rrl::retry_action(kind, false, false),
+                  rrl::RetryAction::answer)
+            << kind;
     }
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "redis_server.hpp"
 #include "rrl.h"
 #include "script.hpp"
@@ -31,7 +32,7 @@ struct Limit {
     std::string algorithm;
     std::int64_t limit;
     std::int64_t period_ms;
-    std::int64_t burst;  // as the script takes it: rrl_burst()'s
+    std::int64_t burst;  // as the script takes it: effective_burst()'s
     std::int64_t cost;
 };
 
@@ -55,27 +56,28 @@ inline std::string str(std::int64_t v) {
 }
 
 // A limit as the module builds it: the algorithm's name and the effective
-// burst from rrl_burst() (burst = RRL_BURST_UNSET: "burst=" not given).
+// burst from effective_burst() (burst = RRL_BURST_UNSET: "burst=" not given).
 inline Limit make_limit(int algorithm, const std::string& key,
                         std::int64_t limit, std::int64_t period_ms,
                         std::uint64_t burst = RRL_BURST_UNSET,
                         std::int64_t cost = 1) {
-    const char* name = rrl_algorithm_name(algorithm);
-    EXPECT_NE(name, nullptr) << algorithm;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    EXPECT_NE(a, nullptr) << algorithm;
+    if (a == nullptr) return {key, "", limit, period_ms, 0, cost};
     return {key,
-            name == nullptr ? "" : name,
+            std::string(a->name),
             limit,
             period_ms,
-            static_cast<std::int64_t>(
-                rrl_burst(algorithm, static_cast<std::uint64_t>(limit), burst)),
+            static_cast<std::int64_t>(rrl::effective_burst(
+                *a, static_cast<std::uint64_t>(limit), burst)),
             cost};
 }
 
-// rrl_capacity() of a limit built by make_limit().
+// capacity() of a limit built by make_limit().
 inline std::int64_t capacity_of(int algorithm, const Limit& l) {
-    return static_cast<std::int64_t>(
-        rrl_capacity(algorithm, static_cast<std::uint64_t>(l.limit),
-                     static_cast<std::uint64_t>(l.burst)));
+    return static_cast<std::int64_t>(rrl::capacity(
+        *rrl::algorithm(algorithm), static_cast<std::uint64_t>(l.limit),
+        static_cast<std::uint64_t>(l.burst)));
 }
 
 inline Limit fw(const std::string& key, std::int64_t limit,

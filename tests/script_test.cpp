@@ -41,7 +41,9 @@ TEST_F(ScriptTest, EvalshaAfterScriptFlushIsNoscript) {
     ASSERT_EQ(redis_->status_or_string({"SCRIPT", "FLUSH"}), "OK");
     Reply r = evalsha({kFw}, {str(kT), "fixed_window", "5", "1000", "0", "1"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
-    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)), RRL_REPLY_NOSCRIPT) << r->str;
+    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)),
+              RRL_REPLY_NOSCRIPT)
+        << r->str;
     // and it works again once loaded
     std::string_view script_text = rrl::script();
     const char* script = script_text.data();
@@ -390,7 +392,8 @@ TEST_F(ScriptTest, ArgvCountMismatchIsAnError) {
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
     EXPECT_NE(std::string(r->str, r->len).find("redis_ratelimit: bad arguments"),
               std::string::npos) << r->str;
-    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)), RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)),
+              RRL_REPLY_ERROR);
 
     r = evalsha({kFw}, {str(kT), "fixed_window", "5", "1000", "0", "1", "x"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);

@@ -1,5 +1,7 @@
 // rrl::sha1 / rrl::sha1_hex: FIPS 180 vectors, every padding boundary, and
 // the digest of the embedded script that EVALSHA relies on.
+#include "sha1.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -8,7 +10,6 @@
 
 #include "rrl.h"
 #include "script.hpp"
-#include "sha1.hpp"
 #include "sha1_reference.hpp"
 
 namespace {

@@ -1,11 +1,12 @@
 // The slot map (SlotMap): which node each Cluster slot maps to after
 // CLUSTER SLOTS, what is left unmapped, and MOVED.
+#include "slot_map.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "rrl.h"
-#include "slot_map.hpp"
 
 namespace {
 
@@ -18,8 +19,8 @@ struct Map {
 };
 
 // SlotMap::replace() as RRL_OK, its summary out, or RRL_ERROR
-int replace(rrl::SlotMap& map, const rrl::SlotRange* ranges,
-            void* const* nodes, size_t n, size_t* covered, size_t* primaries) {
+int replace(rrl::SlotMap& map, const rrl::SlotRange* ranges, void* const* nodes,
+            size_t n, size_t* covered, size_t* primaries) {
     auto summary = map.replace({ranges, ranges + n}, nodes);
     if (!summary) return RRL_ERROR;
     *covered = summary->covered;
@@ -38,11 +39,10 @@ TEST(SlotMap, EmptyAtFirst) {
 TEST(SlotMap, EachRangeToItsNode) {
     Map m;
     std::vector<rrl::SlotRange> ranges = {range(0, 5460), range(5461, 10922),
-                                            range(10923, 16383)};
+                                          range(10923, 16383)};
     void* nodes[] = {&a, &b, &c};
     size_t covered = 0, primaries = 0;
-    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 3, &covered,
-                                   &primaries),
+    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 3, &covered, &primaries),
               RRL_OK);
     EXPECT_EQ(covered, 16384u);
     EXPECT_EQ(primaries, 3u);
@@ -56,11 +56,10 @@ TEST(SlotMap, EachRangeToItsNode) {
 TEST(SlotMap, PrimariesAreCountedOnceAndLeftOutRangesUnmapped) {
     Map m;
     std::vector<rrl::SlotRange> ranges = {range(0, 99), range(200, 299),
-                                            range(100, 199)};
+                                          range(100, 199)};
     void* nodes[] = {&a, &a, nullptr};  // the third named by a host name
     size_t covered = 0, primaries = 0;
-    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 3, &covered,
-                                   &primaries),
+    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 3, &covered, &primaries),
               RRL_OK);
     EXPECT_EQ(covered, 200u);
     EXPECT_EQ(primaries, 1u);
@@ -76,21 +75,18 @@ TEST(SlotMap, ANewMapForgetsTheOld) {
     std::vector<rrl::SlotRange> ranges = {range(0, 16383)};
     void* nodes[] = {&a};
     size_t covered = 0, primaries = 0;
-    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 1, &covered,
-                                   &primaries),
+    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 1, &covered, &primaries),
               RRL_OK);
     ranges = {range(0, 8191)};
     nodes[0] = &b;
-    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 1, &covered,
-                                   &primaries),
+    ASSERT_EQ(replace(m.map, ranges.data(), nodes, 1, &covered, &primaries),
               RRL_OK);
     EXPECT_EQ(m.map.node(0), &b);
     EXPECT_EQ(m.map.node(8192), nullptr);
     EXPECT_FALSE(m.map.serves(&a));  // out of the map now
     EXPECT_TRUE(m.map.serves(&b));
-    ASSERT_EQ(
-        replace(m.map, nullptr, nullptr, 0, &covered, &primaries),
-        RRL_OK);
+    ASSERT_EQ(replace(m.map, nullptr, nullptr, 0, &covered, &primaries),
+              RRL_OK);
     EXPECT_EQ(covered, 0u);
     EXPECT_EQ(primaries, 0u);
     EXPECT_EQ(m.map.node(0), nullptr);
@@ -102,12 +98,10 @@ TEST(SlotMap, ARangeOutOfTheSlotsChangesNothing) {
     void* nodes[] = {&a, &b};
     size_t covered = 9, primaries = 9;
     std::vector<rrl::SlotRange> ranges = {range(0, 10), range(5, 16384)};
-    EXPECT_EQ(replace(m.map, ranges.data(), nodes, 2, &covered,
-                                   &primaries),
+    EXPECT_EQ(replace(m.map, ranges.data(), nodes, 2, &covered, &primaries),
               RRL_ERROR);
     ranges = {range(0, 10), range(20, 19)};
-    EXPECT_EQ(replace(m.map, ranges.data(), nodes, 2, &covered,
-                                   &primaries),
+    EXPECT_EQ(replace(m.map, ranges.data(), nodes, 2, &covered, &primaries),
               RRL_ERROR);
     EXPECT_EQ(m.map.node(7), &c);
     EXPECT_EQ(covered, 9u);

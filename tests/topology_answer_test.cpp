@@ -1,13 +1,13 @@
 // Topology answers (topology_answer.hpp): why a
 // reply to CLUSTER SLOTS or to a sentinel is of no use, as the engine logs
 // it, and the replies that are answers, passed on to the parsers.
+#include "topology_answer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "topology_answer.hpp"
 
 namespace {
 

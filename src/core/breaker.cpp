@@ -35,9 +35,8 @@ BreakerChange Breaker::failure(std::int64_t now_ms) {
     if (state == BreakerState::closed && failures < max_failures) {
         return BreakerChange::none;
     }
-    BreakerChange change = state == BreakerState::closed
-                               ? BreakerChange::opened
-                               : BreakerChange::none;
+    BreakerChange change = state == BreakerState::closed ? BreakerChange::opened
+                                                         : BreakerChange::none;
     state = BreakerState::open;
     open_until_ms = now_ms + cooldown_ms;
     return change;

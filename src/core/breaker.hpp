@@ -38,7 +38,7 @@ class Breaker {
     void abandon();
 
     BreakerState state = BreakerState::closed;
-    bool probing = false;  // half open: the probe is out
+    bool probing = false;        // half open: the probe is out
     std::uint64_t failures = 0;  // in a row
     std::int64_t open_until_ms = 0;
     std::uint64_t max_failures;

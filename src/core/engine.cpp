@@ -14,8 +14,8 @@
 
 #include "capi.hpp"
 #include "log.hpp"
-#include "rrl_conf.h"
 #include "metrics_count.hpp"
+#include "rrl_conf.h"
 
 namespace rrl::engine {
 
@@ -208,9 +208,9 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
     auto parts = capi::guarded("call", std::unique_ptr<Call>(), [&] {
         std::vector<std::string_view> args;
         for (int i = 0; i < argc; i++) args.emplace_back(argv[i], argvlen[i]);
-        return std::make_unique<Call>(args,
-                                      std::vector<const void*>(zones, zones + n),
-                                      mode == RRL_SERVER_CLUSTER);
+        return std::make_unique<Call>(
+            args, std::vector<const void*>(zones, zones + n),
+            mode == RRL_SERVER_CLUSTER);
     });
     if (parts == nullptr) return nullptr;
     auto* call = new rrl_engine_call_t(*this);
@@ -429,9 +429,8 @@ void Engine::release(rrl_engine_call_t* call) {
     for (size_t i = 0; i < parts.parts(); i++) {
         Node* node = part_node(parts, i);
         if (!parts.to_release(i) || node->ac == nullptr) continue;
-        std::string form = capi::guarded("call", std::string(), [&] {
-            return parts.release_command(i);
-        });
+        std::string form = capi::guarded(
+            "call", std::string(), [&] { return parts.release_command(i); });
         if (form.empty()) continue;
         (void)node->command(nullptr, nullptr, form.data(), form.size());
     }

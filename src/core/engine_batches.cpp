@@ -72,9 +72,11 @@ bool Batches::add(rrl_engine_call_t* call, size_t part) {
     Call& parts = *call->parts;
     auto* node = static_cast<Node*>(parts.node(part));
     // no memory: logged, the part is not sent
-    auto [batch, created] = capi::guarded(
-        "call", std::pair<Batch*, bool>(nullptr, false),
-        [&] { return open_.get(node, parts.slot(part)); });
+    std::pair<Batch*, bool> opened =
+        capi::guarded("call", std::pair<Batch*, bool>(nullptr, false),
+                      [&] { return open_.get(node, parts.slot(part)); });
+    Batch* batch = opened.first;
+    bool created = opened.second;
     if (batch == nullptr) {
         part_unsent(call, part);
         return false;
@@ -83,9 +85,8 @@ bool Batches::add(rrl_engine_call_t* call, size_t part) {
         node->batches++;
         flush_.post();
     }
-    int full = capi::guarded("call", -1, [&] {
-        return batch->add(parts, part, call) ? 1 : 0;
-    });
+    int full = capi::guarded(
+        "call", -1, [&] { return batch->add(parts, part, call) ? 1 : 0; });
     if (full < 0) {
         part_unsent(call, part);
         return false;
@@ -138,9 +139,9 @@ void Batches::send(Batch* batch) {
         fail(batch, "no connection");
         return;
     }
-    const std::string* command = capi::guarded(
-        "call", static_cast<const std::string*>(nullptr),
-        [&] { return &batch->command(engine_.sha); });
+    const std::string* command =
+        capi::guarded("call", static_cast<const std::string*>(nullptr),
+                      [&] { return &batch->command(engine_.sha); });
     if (command == nullptr) {
         unsent(batch, false);
         fail(batch, "no memory");

@@ -102,8 +102,8 @@ void Node::reset(Role r, const std::string& h, unsigned p,
     backoff = 0;
     in_flight = batches = 0;
     connected = dropping = reconnect = used = mapped = false;
-    breaker = Breaker(engine.max_failures,
-                      static_cast<int64_t>(engine.cooldown_ms));
+    breaker =
+        Breaker(engine.max_failures, static_cast<int64_t>(engine.cooldown_ms));
 }
 
 NodeUse Node::state() const {
@@ -395,7 +395,7 @@ void Node::outcome(bool ok) {
             (unsigned long long)engine.cooldown_ms);
     }
     if (node_stuck(state(), breaker.state == BreakerState::open,
-                       engine.loop.msec() - last_read, engine.timeout_ms)) {
+                   engine.loop.msec() - last_read, engine.timeout_ms)) {
         // a blackholed server: start afresh, which also frees what hiredis
         // holds for the calls (their failures come back here while the
         // context is being freed)

@@ -173,8 +173,7 @@ Node* Topology::cluster_target() {
         if (it->mapped && it->connected) return &*it;
     }
     const rrl_engine_addr_t& a =
-        engine_
-            .addrs[refresher_.target(engine_.addrs.size(), true)];
+        engine_.addrs[refresher_.target(engine_.addrs.size(), true)];
     Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path, &a);
     if (node) {
         // a seed out of the map is closed once it has answered
@@ -197,16 +196,16 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
     for (size_t i = 0; i < n; i++) {
         const SlotRange& range = (*ranges)[i];
         // "": the node asked (Redis does not know its own address)
-        const char* host = !range.primary.host.empty() ? range.primary.host.c_str()
-                           : asked->host.empty()       ? nullptr
-                                                       : asked->host.c_str();
+        const char* host = !range.primary.host.empty()
+                               ? range.primary.host.c_str()
+                           : asked->host.empty() ? nullptr
+                                                 : asked->host.c_str();
         if (host == nullptr || !numeric(host)) {
             failure(
                 "CLUSTER SLOTS on %s names a primary by "
                 "\"%s\", not by a numeric address: slots %u-%u are left "
                 "out",
-                asked->name.c_str(), host ? host : "", range.start,
-                range.end);
+                asked->name.c_str(), host ? host : "", range.start, range.end);
             continue;
         }
         Node* node =
@@ -235,8 +234,7 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
 // (a sentinel's node is never taken over by another address).
 Node* Topology::sentinel_target() {
     const rrl_engine_addr_t& a =
-        engine_
-            .addrs[refresher_.target(engine_.addrs.size(), false)];
+        engine_.addrs[refresher_.target(engine_.addrs.size(), false)];
     Node* node =
         engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path, &a);
     if (node) node->connect();

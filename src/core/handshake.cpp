@@ -6,9 +6,8 @@
 
 namespace rrl {
 
-void handshake_init(Handshake* hs, bool sentinel,
-                    std::string_view username, std::string_view password,
-                    std::uint64_t db) {
+void handshake_init(Handshake* hs, bool sentinel, std::string_view username,
+                    std::string_view password, std::uint64_t db) {
     *hs = Handshake{};
     hs->sentinel = sentinel;
     if (!sentinel) {
@@ -19,8 +18,7 @@ void handshake_init(Handshake* hs, bool sentinel,
     hs->password = password;
 }
 
-std::size_t handshake_plan(const Handshake& hs,
-                           int steps[kHandshakeMax]) {
+std::size_t handshake_plan(const Handshake& hs, int steps[kHandshakeMax]) {
     std::size_t n = 0;
     if (!hs.username.empty()) {
         steps[n++] = kHandshakeAuthUser;

@@ -16,22 +16,21 @@
 #include <cstdint>
 #include <string_view>
 
-
 namespace rrl {
 
 // the steps: events, and commands to send
 enum HandshakeStep : int {
-    kHandshakeNone = 0,        // nothing follows
-    kHandshakeConnected,       // the connection is up
-    kHandshakeAuth,            // AUTH password
-    kHandshakeAuthUser,        // AUTH username password (ACL)
-    kHandshakeSelect,          // SELECT db
-    kHandshakeSetname,         // CLIENT SETNAME
-    kHandshakeScriptLoad,      // SCRIPT LOAD the script
-    kHandshakeReady,           // the connection works
+    kHandshakeNone = 0,    // nothing follows
+    kHandshakeConnected,   // the connection is up
+    kHandshakeAuth,        // AUTH password
+    kHandshakeAuthUser,    // AUTH username password (ACL)
+    kHandshakeSelect,      // SELECT db
+    kHandshakeSetname,     // CLIENT SETNAME
+    kHandshakeScriptLoad,  // SCRIPT LOAD the script
+    kHandshakeReady,       // the connection works
 };
 
-constexpr std::size_t kHandshakeMax = 3;   // commands queued on connect, at most
+constexpr std::size_t kHandshakeMax = 3;  // commands queued on connect, at most
 constexpr std::size_t kHandshakeArgs = 3;  // arguments of a command, at most
 
 // what a connection is set up with: to a Redis of limits or a Sentinel
@@ -43,9 +42,8 @@ struct Handshake {
 };
 
 // the strings are the caller's, kept while hs is used
-void handshake_init(Handshake* hs, bool sentinel,
-                    std::string_view username, std::string_view password,
-                    std::uint64_t db);
+void handshake_init(Handshake* hs, bool sentinel, std::string_view username,
+                    std::string_view password, std::uint64_t db);
 
 // the commands queued at once on connect, in order: returns how many
 std::size_t handshake_plan(const Handshake& hs, int steps[kHandshakeMax]);

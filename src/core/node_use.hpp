@@ -12,15 +12,15 @@ namespace rrl {
 
 // what the rules need to know of a node (and of its worker)
 struct NodeUse {
-    bool data = false;        // a Redis of limits, not a sentinel
-    bool context = false;     // a hiredis context is open
-    bool timer = false;       // a connect or reconnect timer is set
-    bool reconnect = false;   // in use: reconnected if lost
-    bool used = false;        // ever routed to
-    bool mapped = false;      // named by the slot map or the sentinels
-    bool dropping = false;    // its context is being freed on purpose
-    bool exiting = false;     // the worker closes its nodes for good
-    bool quitting = false;    // nginx is shutting down: nothing reconnects
+    bool data = false;            // a Redis of limits, not a sentinel
+    bool context = false;         // a hiredis context is open
+    bool timer = false;           // a connect or reconnect timer is set
+    bool reconnect = false;       // in use: reconnected if lost
+    bool used = false;            // ever routed to
+    bool mapped = false;          // named by the slot map or the sentinels
+    bool dropping = false;        // its context is being freed on purpose
+    bool exiting = false;         // the worker closes its nodes for good
+    bool quitting = false;        // nginx is shutting down: nothing reconnects
     std::uint64_t in_flight = 0;  // calls hiredis holds
     std::uint64_t batches = 0;    // open batches for it
 };

@@ -58,14 +58,14 @@ class Refresher {
     void stop();
 
     // the state, for tests
-    std::uint64_t failures = 0;    // in a row
-    std::uint64_t generation = 0;  // of the question awaited
+    std::uint64_t failures = 0;     // in a row
+    std::uint64_t generation = 0;   // of the question awaited
     std::uint64_t next_target = 0;  // the next seed or sentinel, mod n
-    std::int64_t last_ms = 0;      // when one was last sent
-    bool sent = false;             // one ever was
-    bool asking = false;           // one is out
-    bool again = false;            // wanted while one was out
-    bool polling = false;          // the timer is the next poll
+    std::int64_t last_ms = 0;       // when one was last sent
+    bool sent = false;              // one ever was
+    bool asking = false;            // one is out
+    bool again = false;             // wanted while one was out
+    bool polling = false;           // the timer is the next poll
     bool timer_set = false;
     bool stopped = false;
 

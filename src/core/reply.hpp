@@ -30,6 +30,7 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
 // Whole seconds, rounded up: a client that waits that long is not early.
 std::int64_t seconds_up(std::int64_t us);
 
+// Retry-After: whole seconds, rounded up, at least 1.
 std::int64_t retry_after_seconds(std::int64_t retry_after_us);
 
 bool is_noscript(std::string_view error_reply);

@@ -42,61 +42,17 @@ typedef enum {
 
 #define RRL_DEFAULT_ALGORITHM  RRL_SLIDING_WINDOW
 
-/* "fixed_window" -> RRL_FIXED_WINDOW, "gcra" -> RRL_LEAKY_BUCKET; RRL_ERROR */
-int rrl_algorithm_parse(const char *name, size_t len) RRL_NOEXCEPT;
-const char *rrl_algorithm_name(int algorithm) RRL_NOEXCEPT;
-
+/* "burst=" not given (algorithm.hpp: effective_burst()) */
 #define RRL_BURST_UNSET  UINT64_MAX
 
-/*
- * The burst an algorithm works with, given "burst=" (or RRL_BURST_UNSET):
- * token_bucket's bucket holds N tokens unless told otherwise; the others
- * have no extra allowance unless told.
- */
-uint64_t rrl_burst(int algorithm, uint64_t limit, uint64_t burst) RRL_NOEXCEPT;
-
-/*
- * The most one request may cost and still pass, on an idle key: N + burst
- * for the window algorithms, the bucket (burst) for token_bucket, 1 + burst
- * for leaky_bucket. It is X-RateLimit-Limit. 0: no request can ever pass.
- */
-uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst)
-    RRL_NOEXCEPT;
-
-/*
- * The largest capacity a zone of the algorithm may have: sliding_log keeps
- * one sorted-set member per unit of cost, and a call adds up to the
- * capacity at once, so N + burst is at most RRL_SLIDING_LOG_MAX_CAPACITY
- * (a call's work stays within a few ms of Redis); the others keep a few
- * numbers whatever N, and have no bound but N's and burst's own.
- */
+/* the largest N + burst of sliding_log (algorithm.hpp: max_capacity()) */
 #define RRL_SLIDING_LOG_MAX_CAPACITY  10000
 
-uint64_t rrl_max_capacity(int algorithm) RRL_NOEXCEPT;
-
 /*
- * How long a key's state can matter, in ms: a window (fixed_window,
- * sliding_log), two (sliding_window), or the time to refill or drain a
- * whole bucket. Every duration in the script's reply is at most this; zones
- * over RRL_MAX_STATE_MS are refused.
+ * The longest a key's state may matter (algorithm.hpp:
+ * state_lifetime_ms()): zones over it are refused.
  */
 #define RRL_MAX_STATE_MS  (UINT64_C(100) * 365 * 86400 * 1000)
-
-uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
-    uint64_t period_ms, uint64_t burst) RRL_NOEXCEPT;
-
-
-typedef struct {
-    uint64_t  count;       /* N in "Nr/PERIOD" */
-    uint64_t  period_ms;   /* PERIOD */
-} rrl_rate_t;
-
-/* "10r/s", "240r/h", "5r/10s", "100r/1m30s" */
-int rrl_rate_parse(const char *text, size_t len, rrl_rate_t *rate)
-    RRL_NOEXCEPT;
-
-/* nginx time syntax ("10s", "5m", "1h30m", "250ms", plain "7" = seconds) */
-int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
 
 
 /*
@@ -112,8 +68,6 @@ int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
 uint64_t rrl_cost_parse(const unsigned char *text, size_t len) RRL_NOEXCEPT;
 
 
-/* Zone names become part of Redis keys: printable, no blanks, no braces. */
-int rrl_zone_name_valid(const char *name, size_t len) RRL_NOEXCEPT;
 
 /* Longest key rrl_key_build() writes for a zone name of zone_len bytes. */
 size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
@@ -217,20 +171,7 @@ typedef struct {
     double   c;
 } rrl_local_state_t;
 
-/*
- * Decides one limit locally, at now_us, as the script would on a key
- * holding *state: *result is the script's reply for the limit, and *next
- * the state to keep if the request passes (every limit of it). sliding_log
- * is decided as sliding_window. RRL_ERROR: an unknown algorithm, a zero
- * limit or period.
- */
-int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
-    uint64_t burst, uint64_t cost, int64_t now_us,
-    const rrl_local_state_t *state, rrl_local_state_t *next,
-    rrl_limit_result_t *result) RRL_NOEXCEPT;
 
-/* Whole seconds, rounded up, at least 1. */
-int64_t rrl_retry_after_seconds(int64_t retry_after_us) RRL_NOEXCEPT;
 
 /*
  * The deny cache ("redis_ratelimit_deny_cache"): a rejection Redis sent
@@ -242,7 +183,7 @@ typedef struct {
     int       algorithm;
     uint64_t  limit;
     uint64_t  period_ms;
-    uint64_t  burst;       /* as the algorithm uses it: rrl_burst()'s */
+    uint64_t  burst;       /* as the algorithm uses it (effective_burst) */
     uint32_t  redis;       /* which Redis: a tag of the caller's choice */
     uint64_t  cost;
 } rrl_deny_limit_t;
@@ -271,17 +212,6 @@ int rrl_deny_learn(int64_t sent_us, int64_t now_us,
     const rrl_deny_limit_t *limit, const rrl_limit_result_t *result,
     rrl_deny_entry_t *entry) RRL_NOEXCEPT;
 
-/*
- * 1 when *entry rejects a request of *limit at now_us: same zone and
- * Redis, the entry's cost (with fixed_window, whose wait is the window's
- * end for every cost: any cost from the entry's, as a smaller one may pass
- * earlier, to the capacity), now_us before until_us; values then holds the
- * limit's part of a script reply (passed, remaining, reset_after_us,
- * retry_after_us), waits never shorter than Redis's. 0 otherwise.
- */
-int rrl_deny_applies(const rrl_deny_entry_t *entry,
-    const rrl_deny_limit_t *limit, int64_t now_us,
-    int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
 
 /*
  * Metrics ("redis_ratelimit_metrics"): the Prometheus text exposition
@@ -376,7 +306,7 @@ typedef struct {
     int          algorithm;
     uint64_t     limit;       /* N of rate=Nr/PERIOD */
     uint64_t     period_ms;
-    uint64_t     burst;       /* as the algorithm uses it: rrl_burst()'s */
+    uint64_t     burst;       /* as the algorithm uses it (effective_burst) */
 } rrl_policy_t;
 
 /* RateLimit-Policy: one item per limit, "<zone>";q=<N>;w=<seconds> */

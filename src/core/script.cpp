@@ -1,11 +1,12 @@
 // The embedded Lua script (generated from lua/ at build time) and its
 // SHA-1, computed once, for EVALSHA.
+#include "script.hpp"
+
 #include <string>
 #include <string_view>
 
 #include "rrl.h"
 #include "rrl_script.h"
-#include "script.hpp"
 #include "sha1.hpp"
 
 namespace {

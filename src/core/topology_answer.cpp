@@ -38,7 +38,8 @@ std::optional<std::vector<SlotRange>> cluster_slots_answer(
     }
     std::string error;
     auto parsed = parse_cluster_slots(*reply, max, &error);
-    if (!parsed) log(LogLevel::error, "unexpected CLUSTER SLOTS reply: " + error);
+    if (!parsed)
+        log(LogLevel::error, "unexpected CLUSTER SLOTS reply: " + error);
     return parsed;
 }
 

@@ -37,7 +37,6 @@ std::optional<std::vector<SlotRange>> cluster_slots_answer(
 // logged after "sentinel HOST ": "failed: ..." as above, "does not know
 // \"NAME\"", or "" when a malformed reply was logged here.
 std::optional<Address> sentinel_answer(const rrl_value_t* reply,
-                                       std::string_view name,
-                                       std::string* why);
+                                       std::string_view name, std::string* why);
 
 }  // namespace rrl

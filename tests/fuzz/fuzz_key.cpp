@@ -173,7 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
         std::size_t zone_len = (data[0] >> 3) % 17;
         if (zone_len > rest.size()) zone_len = rest.size();
         std::string_view zone = rest.substr(0, zone_len);
-        if (rrl_zone_name_valid(zone.data(), zone.size())) {
+        if (rrl::zone_name_valid(zone)) {
             check_key(zone, algorithm, rest.substr(zone_len));
         } else {
             check_key("zone", algorithm, rest);
