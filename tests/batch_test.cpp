@@ -1,5 +1,5 @@
-// A batch (rrl_batch_*): its bounds, the EVALSHA of the batch form byte for
-// byte as the shim sent it, each request's share of the reply, and the
+// A batch (Batch, OpenBatches): its bounds, the EVALSHA of the batch form byte
+// for byte as the engine sends it, each request's share of the reply, and the
 // parts left out before it is sent.
 #include "batch.hpp"
 
@@ -7,11 +7,13 @@
 
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "open_batches.hpp"
 #include "resp.hpp"
-#include "rrl_call.h"
+#include "retry.hpp"
 #include "rrl_call_args.h"
 
 namespace {
@@ -188,34 +190,28 @@ TEST(Batch, OfASlotsParts) {
     EXPECT_EQ(batch.keys(), 3u);
 }
 
-TEST(Batch, TheCApi) {
-    const char* argv[] = {"EVALSHA", "sha", "1",    "k", "",
-                          "2",       "10",  "1000", "3", "1"};
-    size_t argvlen[10];
-    for (int i = 0; i < 10; i++) argvlen[i] = std::strlen(argv[i]);
-    const void* zones[] = {&zone_a};
-    rrl_call_t* p = rrl_call_new(10, argv, argvlen, zones, 1, 0);
-    rrl_batch_t* b = rrl_batch_new();
+// what the engine must not do: a part out of range, an entry out of range,
+// a part added once the command is built
+TEST(Batch, RefusesWhatIsNotThere) {
+    std::vector<std::string_view> argv = {"EVALSHA", "sha", "1",    "k", "",
+                                          "2",       "10",  "1000", "3", "1"};
+    rrl::Call p(argv, {&zone_a}, false);
+    rrl::Batch b;
     int data;
-    ASSERT_NE(b, nullptr);
-    EXPECT_EQ(rrl_batch_add(b, p, 0, &data), RRL_OK);
-    EXPECT_EQ(rrl_batch_add(b, p, 3, &data), RRL_ERROR);  // no such part
-    EXPECT_EQ(rrl_batch_add(b, p, 0, nullptr), RRL_OK);
-    rrl_batch_remove(b, 1);
-    rrl_batch_remove(b, 5);  // logged, nothing done
-    EXPECT_EQ(rrl_batch_size(b), 1u);
-    EXPECT_EQ(rrl_batch_data(b, 0), &data);
-    EXPECT_EQ(rrl_batch_data(b, 1), nullptr);
-    EXPECT_EQ(rrl_batch_values(b), 6u);
-    EXPECT_EQ(rrl_batch_share(b, 0), 0u);
-    EXPECT_EQ(rrl_batch_share(b, 2), 0u);  // no such entry
-    size_t len = 0;
-    const char* cmd = rrl_batch_command(b, "sha", 3, &len);
-    ASSERT_NE(cmd, nullptr);
-    EXPECT_EQ(std::string(cmd, len).substr(0, 5), "*14\r\n");
-    EXPECT_EQ(rrl_batch_add(b, p, 0, nullptr), RRL_ERROR);  // built
-    rrl_batch_free(b);
-    rrl_call_free(p);
+    EXPECT_FALSE(b.add(p, 0, &data));
+    EXPECT_THROW(b.add(p, 3, &data), std::out_of_range);  // no such part
+    EXPECT_FALSE(b.add(p, 0, nullptr));
+    b.remove(1);
+    EXPECT_THROW(b.remove(5), std::out_of_range);
+    EXPECT_EQ(b.size(), 1u);
+    EXPECT_EQ(b.data(0), &data);
+    EXPECT_THROW(b.data(1), std::out_of_range);
+    EXPECT_EQ(b.values(), 6u);
+    EXPECT_EQ(b.share(0), 0u);
+    EXPECT_THROW(b.share(2), std::out_of_range);  // no such entry
+    const std::string& cmd = b.command("sha");
+    EXPECT_EQ(cmd.substr(0, 5), "*14\r\n");
+    EXPECT_THROW(b.add(p, 0, nullptr), std::logic_error);  // built
 }
 
 }  // namespace
@@ -237,39 +233,34 @@ TEST(Batch, RetriesEachOnce) {
 }
 
 TEST(OpenBatches, OneANodeAndSlotInOrder) {
-    using Batches = std::unique_ptr<rrl_batches_t, void (*)(rrl_batches_t*)>;
-    Batches open(rrl_batches_new(), rrl_batches_free);
-    int created = -1;
-    rrl_batch_t* a1 = rrl_batches_get(open.get(), &node_a, 1, &created);
-    EXPECT_EQ(created, 1);
-    rrl_batch_t* b1 = rrl_batches_get(open.get(), &node_b, 1, &created);
-    rrl_batch_t* a2 = rrl_batches_get(open.get(), &node_a, 2, &created);
-    EXPECT_EQ(rrl_batches_get(open.get(), &node_a, 1, &created), a1);
-    EXPECT_EQ(created, 0);
-    EXPECT_EQ(rrl_batch_node(b1), &node_b);
-    EXPECT_EQ(rrl_batch_slot(a2), 2u);
-    rrl_batch_set_sent(a2, 1234);
-    EXPECT_EQ(rrl_batch_sent(a2), 1234);
-    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_REDIRECT);
-    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_ASK), RRL_RETRY_ANSWER);
-    EXPECT_EQ(rrl_batch_retry(a2, RRL_REPLY_NOSCRIPT), RRL_RETRY_LOAD_SCRIPT);
+    rrl::OpenBatches open;
+    auto [a1, created] = open.get(&node_a, 1);
+    EXPECT_TRUE(created);
+    rrl::Batch* b1 = open.get(&node_b, 1).first;
+    rrl::Batch* a2 = open.get(&node_a, 2).first;
+    EXPECT_EQ(open.get(&node_a, 1), std::make_pair(a1, false));
+    EXPECT_EQ(b1->node(), &node_b);
+    EXPECT_EQ(a2->slot(), 2u);
+    a2->sent = 1234;
+    EXPECT_EQ(a2->sent, 1234);
+    EXPECT_EQ(a2->retry(RRL_REPLY_ASK), rrl::RetryAction::redirect);
+    EXPECT_EQ(a2->retry(RRL_REPLY_ASK), rrl::RetryAction::answer);
+    EXPECT_EQ(a2->retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::load_script);
 
     // a full one taken out at once; the others in the order opened
-    rrl_batches_take(open.get(), b1);
-    rrl_batches_take(open.get(), b1);  // not open: logged, nothing done
-    rrl_batch_free(b1);
-    rrl_batch_t* first = rrl_batches_pop(open.get());
-    EXPECT_EQ(first, a1);
-    rrl_batch_free(first);
+    open.take(b1);
+    EXPECT_THROW(open.take(b1), std::invalid_argument);  // not open
+    delete b1;
+    std::unique_ptr<rrl::Batch> first(open.pop());
+    EXPECT_EQ(first.get(), a1);
     // a batch popped is no more open: the next of its node and slot is new
-    EXPECT_NE(rrl_batches_get(open.get(), &node_a, 1, &created), nullptr);
-    EXPECT_EQ(created, 1);
-    rrl_batch_t* second = rrl_batches_pop(open.get());
-    EXPECT_EQ(second, a2);
-    rrl_batch_free(second);
-    rrl_batch_free(rrl_batches_pop(open.get()));
-    EXPECT_EQ(rrl_batches_pop(open.get()), nullptr);
-    rrl_batch_free(nullptr);
+    auto [again, made] = open.get(&node_a, 1);
+    EXPECT_NE(again, nullptr);
+    EXPECT_TRUE(made);
+    std::unique_ptr<rrl::Batch> second(open.pop());
+    EXPECT_EQ(second.get(), a2);
+    delete open.pop();
+    EXPECT_EQ(open.pop(), nullptr);
 }
 
 }  // namespace

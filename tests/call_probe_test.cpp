@@ -1,21 +1,24 @@
-// Each part's way to Redis (rrl_call_* and rrl_batch_count/resent): a call
+// Each part's way to Redis (Call, and Batch::count() and resent()): a call
 // asks each node's breaker once, and every half-open probe has an exit:
 // answered, abandoned when not sent, or a failure on a timeout, each node
 // counted once; a detached call keeps its timer only for a probe out.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "rrl_call.h"
+#include "batch.hpp"
+#include "call.hpp"
 
 namespace {
 
 int zone, node_a, node_b;
 
-using Call = std::unique_ptr<rrl_call_t, void (*)(rrl_call_t*)>;
-using Batch = std::unique_ptr<rrl_batch_t, void (*)(rrl_batch_t*)>;
+using Call = std::unique_ptr<rrl::Call>;
+using Batch = std::unique_ptr<rrl::Batch>;
 
 // a Cluster call of three parts: "{1}", "{2}" and "{3}" hash apart
 Call three_parts() {
@@ -24,157 +27,152 @@ Call three_parts() {
     for (int j = 0; j < 3; j++) {
         args.insert(args.end(), {"2", "10", "1000", "0", "1"});
     }
-    std::vector<const char*> argv;
-    std::vector<size_t> argvlen;
-    for (const std::string& a : args) {
-        argv.push_back(a.data());
-        argvlen.push_back(a.size());
-    }
-    const void* zones[] = {&zone, &zone, &zone};
-    Call c(rrl_call_new(static_cast<int>(argv.size()), argv.data(),
-                        argvlen.data(), zones, 3, 1),
-           rrl_call_free);
-    EXPECT_EQ(rrl_call_parts(c.get()), 3u);
+    std::vector<std::string_view> argv(args.begin(), args.end());
+    Call c = std::make_unique<rrl::Call>(
+        argv, std::vector<const void*>{&zone, &zone, &zone}, true);
+    EXPECT_EQ(c->parts(), 3u);
     return c;
 }
 
 // parts 0 and 2 on node a, 1 on b
 Call routed() {
     Call c = three_parts();
-    rrl_call_set_node(c.get(), 0, &node_a);
-    rrl_call_set_node(c.get(), 1, &node_b);
-    rrl_call_set_node(c.get(), 2, &node_a);
+    c->set_node(0, &node_a);
+    c->set_node(1, &node_b);
+    c->set_node(2, &node_a);
     return c;
 }
 
-Batch batch_of(rrl_call_t* c, size_t part) {
-    Batch b(rrl_batch_new(), rrl_batch_free);
-    EXPECT_EQ(rrl_batch_add(b.get(), c, part, c), RRL_OK);
+Batch batch_of(rrl::Call* c, size_t part) {
+    Batch b = std::make_unique<rrl::Batch>();
+    EXPECT_FALSE(b->add(*c, part, c));
     return b;
 }
 
 TEST(CallProbe, ANodeIsAskedOnceACall) {
     Call c = routed();
-    EXPECT_EQ(rrl_call_node(c.get(), 1), &node_b);
-    EXPECT_EQ(rrl_call_asks(c.get(), 0), 1);
-    EXPECT_EQ(rrl_call_asks(c.get(), 1), 1);
-    EXPECT_EQ(rrl_call_asks(c.get(), 2), 0);
-    rrl_call_set_probe(c.get(), 1);
-    EXPECT_EQ(rrl_call_probe(c.get(), 1), 1);
-    EXPECT_EQ(rrl_call_probe(c.get(), 0), 0);
+    EXPECT_EQ(c->node(1), &node_b);
+    EXPECT_TRUE(c->asks(0));
+    EXPECT_TRUE(c->asks(1));
+    EXPECT_FALSE(c->asks(2));
+    c->set_probe(1);
+    EXPECT_TRUE(c->probe(1));
+    EXPECT_FALSE(c->probe(0));
 }
 
+// the engine finds a part's call by its batch entry's data
 TEST(CallProbe, CarriesTheCallersCall) {
     Call c = routed();
-    EXPECT_EQ(rrl_call_data(c.get()), nullptr);
-    rrl_call_set_data(c.get(), &node_a);
-    EXPECT_EQ(rrl_call_data(c.get()), &node_a);
+    rrl::Batch b;
+    EXPECT_FALSE(b.add(*c, 1, &node_a));
+    EXPECT_EQ(b.data(0), &node_a);
+    EXPECT_EQ(b.part(0), 1u);
 }
 
 TEST(CallProbe, AnsweredPartsAndPending) {
     Call c = routed();
-    EXPECT_EQ(rrl_call_pending(c.get()), 3u);
-    EXPECT_EQ(rrl_call_answer(c.get(), 1), 2u);
-    EXPECT_EQ(rrl_call_awaited(c.get(), 1), 0);
-    EXPECT_EQ(rrl_call_awaited(c.get(), 0), 1);
-    EXPECT_EQ(rrl_call_answer(c.get(), 0), 1u);
-    EXPECT_EQ(rrl_call_answer(c.get(), 2), 0u);
+    EXPECT_EQ(c->pending(), 3u);
+    EXPECT_EQ(c->answer(1), 2u);
+    EXPECT_FALSE(c->awaited(1));
+    EXPECT_TRUE(c->awaited(0));
+    EXPECT_EQ(c->answer(0), 1u);
+    EXPECT_EQ(c->answer(2), 0u);
 }
 
 TEST(CallProbe, InAndOutOfBatches) {
     Call c = routed();
     Batch b0 = batch_of(c.get(), 0), b1 = batch_of(c.get(), 1);
-    EXPECT_EQ(rrl_call_in_batches(c.get()), 2u);
-    EXPECT_EQ(rrl_batch_data(b1.get(), 0), c.get());
-    EXPECT_EQ(rrl_batch_part(b1.get(), 0), 1u);
-    EXPECT_EQ(rrl_call_out(c.get(), 0), 1);  // awaited
-    rrl_call_answer(c.get(), 1);
-    EXPECT_EQ(rrl_call_out(c.get(), 1), 0);  // answered meanwhile
-    EXPECT_EQ(rrl_call_in_batches(c.get()), 0u);
+    EXPECT_EQ(c->in_batches(), 2u);
+    EXPECT_EQ(b1->data(0), c.get());
+    EXPECT_EQ(b1->part(0), 1u);
+    EXPECT_TRUE(c->out(0));  // awaited
+    c->answer(1);
+    EXPECT_FALSE(c->out(1));  // answered meanwhile
+    EXPECT_EQ(c->in_batches(), 0u);
 }
 
 TEST(CallProbe, AProbeNotSentIsAbandonedOnce) {
     Call c = routed();
-    rrl_call_set_probe(c.get(), 0);
-    EXPECT_EQ(rrl_call_unsent(c.get(), 1), 0);  // no probe
-    EXPECT_EQ(rrl_call_unsent(c.get(), 0), 1);
-    EXPECT_EQ(rrl_call_unsent(c.get(), 0), 0);
+    c->set_probe(0);
+    EXPECT_FALSE(c->unsent(1));  // no probe
+    EXPECT_TRUE(c->unsent(0));
+    EXPECT_FALSE(c->unsent(0));
 }
 
 TEST(CallProbe, ABatchCountsOnceForTheBreaker) {
     Call c = routed();
     Batch b = batch_of(c.get(), 0);
-    EXPECT_EQ(rrl_batch_count(b.get()), 1);
-    EXPECT_EQ(rrl_batch_count(b.get()), 0);
+    EXPECT_TRUE(b->count());
+    EXPECT_FALSE(b->count());
     // sent again elsewhere: counted anew, no probe
-    rrl_call_set_probe(c.get(), 0);
-    rrl_batch_resent(b.get(), &node_b);
-    EXPECT_EQ(rrl_call_node(c.get(), 0), &node_b);
-    EXPECT_EQ(rrl_call_probe(c.get(), 0), 0);
-    EXPECT_EQ(rrl_batch_count(b.get()), 1);
+    c->set_probe(0);
+    b->resent(&node_b);
+    EXPECT_EQ(c->node(0), &node_b);
+    EXPECT_FALSE(c->probe(0));
+    EXPECT_TRUE(b->count());
     // a part counted already is not abandoned
-    EXPECT_EQ(rrl_call_unsent(c.get(), 0), 0);
+    EXPECT_FALSE(c->unsent(0));
 }
 
 TEST(CallProbe, ATimeoutFailsEachNodeOnce) {
     Call c = routed();
-    rrl_call_answer(c.get(), 0);
-    EXPECT_EQ(rrl_call_time_out(c.get()), 1u);  // the first left
-    EXPECT_EQ(rrl_call_pending(c.get()), 0u);
-    EXPECT_EQ(rrl_call_fails(c.get(), 0), 1);  // node a
-    EXPECT_EQ(rrl_call_fails(c.get(), 1), 1);  // node b
-    EXPECT_EQ(rrl_call_fails(c.get(), 2), 0);  // node a again
-    EXPECT_EQ(rrl_call_fails(c.get(), 0), 0);  // once
-    EXPECT_EQ(rrl_call_time_out(c.get()), 3u);  // none left
+    c->answer(0);
+    EXPECT_EQ(c->time_out(), 1u);  // the first left
+    EXPECT_EQ(c->pending(), 0u);
+    EXPECT_TRUE(c->fails(0));      // node a
+    EXPECT_TRUE(c->fails(1));      // node b
+    EXPECT_FALSE(c->fails(2));     // node a again
+    EXPECT_FALSE(c->fails(0));     // once
+    EXPECT_EQ(c->time_out(), 3u);  // none left
 }
 
 TEST(CallProbe, ATimeoutSkipsNodesCountedAlready) {
     Call c = routed();
     Batch b = batch_of(c.get(), 1);
-    rrl_batch_count(b.get());  // b's batch replied
-    rrl_call_time_out(c.get());
-    EXPECT_EQ(rrl_call_fails(c.get(), 1), 0);
-    EXPECT_EQ(rrl_call_fails(c.get(), 0), 1);
+    b->count();  // b's batch replied
+    c->time_out();
+    EXPECT_FALSE(c->fails(1));
+    EXPECT_TRUE(c->fails(0));
 }
 
 TEST(CallProbe, ADetachedCallKeepsItsTimerForAProbeOut) {
     Call c = routed();
-    rrl_call_set_probe(c.get(), 1);
+    c->set_probe(1);
     Batch b0 = batch_of(c.get(), 0), b1 = batch_of(c.get(), 1);
-    EXPECT_EQ(rrl_call_probe_out(c.get()), 1);
-    rrl_call_detach(c.get());
-    EXPECT_EQ(rrl_call_awaited(c.get(), 0), 0);
-    EXPECT_EQ(rrl_call_probe_lost(c.get(), 0), 0);  // no probe
-    EXPECT_EQ(rrl_call_probe_lost(c.get(), 1), 1);  // a failure
-    EXPECT_EQ(rrl_call_probe_lost(c.get(), 1), 0);  // once
-    EXPECT_EQ(rrl_call_probe_out(c.get()), 0);
+    EXPECT_TRUE(c->probe_out());
+    c->detach();
+    EXPECT_FALSE(c->awaited(0));
+    EXPECT_FALSE(c->probe_lost(0));  // no probe
+    EXPECT_TRUE(c->probe_lost(1));   // a failure
+    EXPECT_FALSE(c->probe_lost(1));  // once
+    EXPECT_FALSE(c->probe_out());
 }
 
 TEST(CallProbe, AProbeSeenOrOutOfItsBatchIsNotOut) {
     Call c = routed();
-    rrl_call_set_probe(c.get(), 0);
-    EXPECT_EQ(rrl_call_probe_out(c.get()), 0);  // not in a batch
+    c->set_probe(0);
+    EXPECT_FALSE(c->probe_out());  // not in a batch
     Batch b = batch_of(c.get(), 0);
-    EXPECT_EQ(rrl_call_probe_out(c.get()), 1);
-    rrl_batch_count(b.get());
-    EXPECT_EQ(rrl_call_probe_out(c.get()), 0);
+    EXPECT_TRUE(c->probe_out());
+    b->count();
+    EXPECT_FALSE(c->probe_out());
 }
 
 TEST(CallProbe, NoSuchPart) {
     Call c = routed();
-    rrl_call_set_node(c.get(), 3, &node_a);
-    rrl_call_set_probe(c.get(), 3);
-    EXPECT_EQ(rrl_call_node(c.get(), 3), nullptr);
-    EXPECT_EQ(rrl_call_asks(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_probe(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_out(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_awaited(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_answer(c.get(), 3), 0u);
-    EXPECT_EQ(rrl_call_unsent(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_fails(c.get(), 3), 0);
-    EXPECT_EQ(rrl_call_probe_lost(c.get(), 3), 0);
-    Batch b(rrl_batch_new(), rrl_batch_free);
-    EXPECT_EQ(rrl_batch_part(b.get(), 0), 0u);
+    EXPECT_THROW(c->set_node(3, &node_a), std::out_of_range);
+    EXPECT_THROW(c->set_probe(3), std::out_of_range);
+    EXPECT_THROW(c->node(3), std::out_of_range);
+    EXPECT_THROW(c->asks(3), std::out_of_range);
+    EXPECT_THROW(c->probe(3), std::out_of_range);
+    EXPECT_THROW(c->out(3), std::out_of_range);
+    EXPECT_THROW(c->awaited(3), std::out_of_range);
+    EXPECT_THROW(c->answer(3), std::out_of_range);
+    EXPECT_THROW(c->unsent(3), std::out_of_range);
+    EXPECT_THROW(c->fails(3), std::out_of_range);
+    EXPECT_THROW(c->probe_lost(3), std::out_of_range);
+    rrl::Batch b;
+    EXPECT_THROW(b.part(0), std::out_of_range);
 }
 
 }  // namespace

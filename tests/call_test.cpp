@@ -1,4 +1,4 @@
-// A request's script call as parts (rrl_call_plan_*): the split by Cluster
+// A request's script call as parts (Call): the split by Cluster
 // slot, the merge of the parts' replies in the request's limit order, and
 // the release form for the parts that passed when another did not.
 #include "call.hpp"
@@ -7,11 +7,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "rrl_call.h"
+#include "rrl.h"
 #include "rrl_call_args.h"
+#include "slot.hpp"
 
 namespace {
 
@@ -33,42 +36,38 @@ struct Argv {
         }
     }
 
-    rrl_call_t* plan(int cluster) const {
-        std::vector<const char*> argv;
-        std::vector<size_t> argvlen;
-        for (const std::string& a : args) {
-            argv.push_back(a.data());
-            argvlen.push_back(a.size());
+    // nullptr: argv not of the script's shape
+    std::unique_ptr<rrl::Call> plan(int cluster) const {
+        std::vector<std::string_view> argv(args.begin(), args.end());
+        try {
+            return std::make_unique<rrl::Call>(argv, zones, cluster != 0);
+        } catch (const std::exception&) {
+            return nullptr;
         }
-        return rrl_call_new(static_cast<int>(argv.size()), argv.data(),
-                            argvlen.data(), zones.data(), zones.size(),
-                            cluster);
     }
 };
 
-using Plan = std::unique_ptr<rrl_call_t, void (*)(rrl_call_t*)>;
+using Plan = std::unique_ptr<rrl::Call>;
 
 Plan make(const Argv& a, int cluster) {
-    return Plan(a.plan(cluster), rrl_call_free);
+    return a.plan(cluster);
 }
 
 // a part's reply: passed, now, then (remaining reset retry cost) a limit
-void answer(rrl_call_t* p, size_t part, std::int64_t passed, std::int64_t now,
+void answer(rrl::Call* p, size_t part, std::int64_t passed, std::int64_t now,
             std::int64_t base) {
-    std::int64_t* v = rrl_call_reply(p, part);
+    std::int64_t* v = p->reply(part);
     ASSERT_NE(v, nullptr);
     v[0] = passed;
     v[1] = now;
-    for (size_t i = 2; i < rrl_call_values(p, part); i++) {
+    for (size_t i = 2; i < p->values(part); i++) {
         v[i] = base + static_cast<std::int64_t>(i);
     }
 }
 
-std::string release(const rrl_call_t* p, size_t part) {
-    char buf[512];
-    size_t n = rrl_call_release(p, part, buf, sizeof(buf));
-    EXPECT_LE(n, sizeof(buf));
-    return std::string(buf, n);
+// the part's release form, "" when it has none
+std::string release(const rrl::Call* p, size_t part) {
+    return p->to_release(part) ? p->release_command(part) : "";
 }
 
 // "{a}x" and "{a}y" share slot 15495, "{b}x" is in 3300
@@ -77,18 +76,18 @@ const std::vector<std::string> kKeys{"{a}x", "{b}x", "{a}y"};
 TEST(Call, OnePartOutsideACluster) {
     Plan p = make(Argv(kKeys), 0);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(rrl_call_parts(p.get()), 1u);
-    EXPECT_EQ(rrl_call_slot(p.get(), 0), 0u);
-    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 3);
+    EXPECT_EQ(p->parts(), 1u);
+    EXPECT_EQ(p->slot(0), 0u);
+    EXPECT_EQ(p->values(0), 2u + 4 * 3);
 }
 
 TEST(Call, APartASlotInTheRequestsOrder) {
     Plan p = make(Argv(kKeys), 1);
-    ASSERT_EQ(rrl_call_parts(p.get()), 2u);
-    EXPECT_EQ(rrl_call_slot(p.get(), 0), rrl_key_slot("{a}x", 4));
-    EXPECT_EQ(rrl_call_slot(p.get(), 1), rrl_key_slot("{b}x", 4));
-    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2);
-    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4);
+    ASSERT_EQ(p->parts(), 2u);
+    EXPECT_EQ(p->slot(0), rrl::key_slot("{a}x"));
+    EXPECT_EQ(p->slot(1), rrl::key_slot("{b}x"));
+    EXPECT_EQ(p->values(0), 2u + 4 * 2);
+    EXPECT_EQ(p->values(1), 2u + 4);
 
     rrl::Call plan({"EVALSHA", "s",  "3",  "{a}x", "{b}x", "{a}y", "t", "1",
                     "2",       "3",  "4",  "5",    "6",    "7",    "8", "9",
@@ -114,15 +113,15 @@ TEST(Call, RefusesAnotherShape) {
 TEST(Call, OnePartsReplyIsTheRequests) {
     Plan p = make(Argv({"k"}), 0);
     std::int64_t out[6] = {};
-    EXPECT_EQ(rrl_call_merge(p.get(), out, 6), 0u);  // no reply yet
+    EXPECT_EQ(p->merge(out, 6), 0u);  // no reply yet
     answer(p.get(), 0, 0, 77, 100);
-    EXPECT_EQ(rrl_call_merge(p.get(), out, 6), 6u);
+    EXPECT_EQ(p->merge(out, 6), 6u);
     EXPECT_EQ(out[0], 0);
     EXPECT_EQ(out[1], 77);
     EXPECT_EQ(out[5], 105);
     // rejected alone: nothing was reserved
     EXPECT_EQ(release(p.get(), 0), "");
-    EXPECT_EQ(rrl_call_merge(p.get(), out, 5), 0u);  // no room
+    EXPECT_THROW(p->merge(out, 5), std::length_error);  // no room
 }
 
 TEST(Call, MergesInTheRequestsLimitOrder) {
@@ -130,7 +129,7 @@ TEST(Call, MergesInTheRequestsLimitOrder) {
     answer(p.get(), 0, 1, 500, 100);  // {a}x, {a}y
     answer(p.get(), 1, 1, 501, 200);  // {b}x
     std::int64_t out[14];
-    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    ASSERT_EQ(p->merge(out, 14), 14u);
     EXPECT_EQ(out[0], 1);
     EXPECT_EQ(out[1], 500);  // the first part's time
     std::vector<std::int64_t> got(out + 2, out + 14);
@@ -147,7 +146,7 @@ TEST(Call, APartRejectedRejectsAndReleasesTheOthers) {
     answer(p.get(), 0, 1, 500, 100);
     answer(p.get(), 1, 0, 501, 200);
     std::int64_t out[14];
-    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    ASSERT_EQ(p->merge(out, 14), 14u);
     EXPECT_EQ(out[0], 0);
     EXPECT_EQ(release(p.get(), 1), "");
     EXPECT_EQ(release(p.get(), 0),
@@ -156,17 +155,14 @@ TEST(Call, APartRejectedRejectsAndReleasesTheOthers) {
               "$0\r\n\r\n"
               "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n1\r\n"
               "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n3\r\n");
-    // as snprintf: the length, nothing written without room
-    char small[4] = {'x'};
-    EXPECT_EQ(rrl_call_release(p.get(), 0, small, sizeof(small)), 165u);
-    EXPECT_EQ(small[0], 'x');
+    EXPECT_EQ(p->release_command(0).size(), 165u);
 }
 
 TEST(Call, APartFailedFailsAndReleasesTheOthers) {
     Plan p = make(Argv(kKeys), 1);
     answer(p.get(), 1, 1, -7, 200);
     std::int64_t out[14];
-    EXPECT_EQ(rrl_call_merge(p.get(), out, 14), 0u);
+    EXPECT_EQ(p->merge(out, 14), 0u);
     EXPECT_EQ(release(p.get(), 0), "");  // no reply
     EXPECT_NE(release(p.get(), 1).find("$7\r\nrelease\r\n$2\r\n-7\r\n"),
               std::string::npos);
@@ -181,16 +177,16 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
     a.args[7 + 5 + 4] = "2:5:0:0";                    // its cost
     a.args[7 + 10] = "token_bucket+overrides";        // {a}y's
     Plan one = make(a, 0);
-    EXPECT_EQ(rrl_call_values(one.get(), 0),
+    EXPECT_EQ(one->values(0),
               2u + 4 * 3 + RRL_REPLY_LEASE + RRL_REPLY_OVERRIDE);
 
     Plan p = make(a, 1);
-    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2 + RRL_REPLY_OVERRIDE);
-    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4 + RRL_REPLY_LEASE);
+    EXPECT_EQ(p->values(0), 2u + 4 * 2 + RRL_REPLY_OVERRIDE);
+    EXPECT_EQ(p->values(1), 2u + 4 + RRL_REPLY_LEASE);
     answer(p.get(), 0, 1, 500, 100);  // {a}x, {a}y
     answer(p.get(), 1, 0, 501, 200);  // {b}x rejected
     std::int64_t out[2 + 12 + 6];
-    ASSERT_EQ(rrl_call_merge(p.get(), out, 20), 20u);
+    ASSERT_EQ(p->merge(out, 20), 20u);
     std::vector<std::int64_t> got(out + 2, out + 20);
     std::vector<std::int64_t> want{102, 103, 104, 105,            // {a}x
                                    202, 203, 204, 205, 206, 207,  // {b}x
@@ -207,7 +203,7 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
     b.args[9] = "0:3:2:1700000000000000";
     Plan q = make(b, 1);
     answer(q.get(), 0, 1, 500, 100);
-    EXPECT_EQ(rrl_call_values(q.get(), 0), 2u + 4 + 2);
+    EXPECT_EQ(q->values(0), 2u + 4 + 2);
     rrl::Call plan({"EVALSHA", "s", "1", "k", "", "sliding_window+lease", "10",
                     "1000", "0", "0:3:2:1700000000000000"},
                    {&zone_a}, false);
@@ -231,16 +227,16 @@ TEST(Call, ASettlementIsFourWideAndNeverReleased) {
     a.args[7 + 10] = "token_bucket+overrides";
     Plan one = make(a, 0);
     ASSERT_NE(one, nullptr);
-    EXPECT_EQ(rrl_call_values(one.get(), 0), 2u + 4 * 3);
+    EXPECT_EQ(one->values(0), 2u + 4 * 3);
 
     Plan p = make(a, 1);
-    ASSERT_EQ(rrl_call_parts(p.get()), 2u);
-    EXPECT_EQ(rrl_call_values(p.get(), 0), 2u + 4 * 2);
-    EXPECT_EQ(rrl_call_values(p.get(), 1), 2u + 4);
+    ASSERT_EQ(p->parts(), 2u);
+    EXPECT_EQ(p->values(0), 2u + 4 * 2);
+    EXPECT_EQ(p->values(1), 2u + 4);
     answer(p.get(), 0, 1, 500, 100);
     answer(p.get(), 1, 0, 501, 200);  // a debt: its check rejected
     std::int64_t out[2 + 12];
-    ASSERT_EQ(rrl_call_merge(p.get(), out, 14), 14u);
+    ASSERT_EQ(p->merge(out, 14), 14u);
     EXPECT_EQ(out[0], 0);
     EXPECT_EQ(out[2 + 4], 202);  // {b}x, the request's second
     EXPECT_EQ(release(p.get(), 0), "");
@@ -267,10 +263,10 @@ TEST(Call, ASettlementIsFourWideAndNeverReleased) {
 
 TEST(Call, NoSuchPart) {
     Plan p = make(Argv({"k"}), 0);
-    EXPECT_EQ(rrl_call_reply(p.get(), 1), nullptr);
-    EXPECT_EQ(rrl_call_values(p.get(), 1), 0u);
-    EXPECT_EQ(rrl_call_slot(p.get(), 1), 0u);
-    EXPECT_EQ(rrl_call_release(p.get(), 1, nullptr, 0), 0u);
+    EXPECT_THROW(p->reply(1), std::out_of_range);
+    EXPECT_THROW(p->values(1), std::out_of_range);
+    EXPECT_THROW(p->slot(1), std::out_of_range);
+    EXPECT_THROW(p->to_release(1), std::out_of_range);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Redis Cluster and Sentinel in the core: key slots (rrl_key_slot), error
-// kinds and MOVED/ASK targets (rrl_reply_error_kind, rrl_reply_redirect),
-// and the replies to CLUSTER SLOTS and SENTINEL get-master-addr-by-name.
+// Redis Cluster and Sentinel in the core: key slots (key_slot()), error
+// kinds and MOVED/ASK targets (error_kind(), parse_redirect()), and the
+// replies to CLUSTER SLOTS and SENTINEL get-master-addr-by-name
+// (parse_cluster_slots(), parse_sentinel_primary()).
 //
 // Expected slots and reply shapes were taken from a real redis-server 7.0
 // started by hand with --cluster-enabled yes (CLUSTER KEYSLOT, CLUSTER
@@ -16,6 +17,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,8 @@
 #include "reply.hpp"
 #include "rrl.h"
 #include "slot.hpp"
+#include "topology.hpp"
+#include "topology_answer.hpp"
 
 namespace {
 
@@ -32,7 +36,7 @@ using namespace std::string_literals;
 // ---- key slots ----
 
 unsigned slot(const std::string& key) {
-    return rrl_key_slot(key.data(), key.size());
+    return rrl::key_slot(key);
 }
 
 TEST(KeySlot, Crc16IsXmodem) {
@@ -127,21 +131,23 @@ TEST(KeySlot, EveryKeyOfAZoneAndClientInOneSlot) {
                           reinterpret_cast<const unsigned char*>(client.data()),
                           client.size());
         ASSERT_GT(len, 0u);
-        EXPECT_EQ(rrl_key_slot(buf, len), slot("api:10.0.0.1"))
+        EXPECT_EQ(rrl::key_slot(std::string_view(buf, len)),
+                  slot("api:10.0.0.1"))
             << std::string(buf, len);
     }
 }
 
 TEST(KeySlot, OnlyTheGivenLengthCounts) {
-    EXPECT_EQ(rrl_key_slot("foo{bar}", 3), 12182u);
-    EXPECT_EQ(rrl_key_slot("{bar}", 4), 4015u);  // "{bar": no tag
-    EXPECT_EQ(rrl_key_slot(nullptr, 0), 0u);
+    EXPECT_EQ(rrl::key_slot(std::string_view("foo{bar}", 3)), 12182u);
+    EXPECT_EQ(rrl::key_slot(std::string_view("{bar}", 4)),
+              4015u);  // "{bar": no tag
+    EXPECT_EQ(rrl::key_slot({}), 0u);
 }
 
 // ---- error kinds ----
 
 int kind(const std::string& error) {
-    return rrl_reply_error_kind(error.data(), error.size());
+    return rrl::error_kind(error);
 }
 
 TEST(ErrorKind, RedisErrorsTheModuleActsOn) {
@@ -194,9 +200,10 @@ TEST(ErrorKind, TheFirstWordExactly) {
              "WRONGTYPE Operation against a key holding the wrong kind"}) {
         EXPECT_EQ(kind(e), RRL_REPLY_ERROR) << rrl::printable(e, 64);
     }
-    EXPECT_EQ(rrl_reply_error_kind("MOVED 1 a:1", 4), RRL_REPLY_ERROR);
-    EXPECT_EQ(rrl_reply_error_kind("ASKING", 3), RRL_REPLY_ASK);
-    EXPECT_EQ(rrl_reply_error_kind(nullptr, 0), RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view("MOVED 1 a:1", 4)),
+              RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view("ASKING", 3)), RRL_REPLY_ASK);
+    EXPECT_EQ(rrl::error_kind({}), RRL_REPLY_ERROR);
 }
 
 TEST(ErrorKind, NoScriptAsBefore) {
@@ -218,22 +225,13 @@ struct Target {
 
 constexpr unsigned kUntouched = 77777;
 
+// parse_redirect() as RRL_OK with its target, or RRL_ERROR
 Target redirect(const std::string& text) {
-    char host[RRL_HOST_MAX + 1];
-    std::memset(host, 'x', sizeof(host));
-    Target t{0, kUntouched, "", kUntouched};
-    t.rc = rrl_reply_redirect(text.data(), text.size(), &t.slot, host, &t.port);
-    const char* nul =
-        static_cast<const char*>(std::memchr(host, '\0', sizeof(host)));
-    if (t.rc == RRL_OK) {
-        EXPECT_NE(nul, nullptr) << "host not NUL-terminated";
-        if (nul != nullptr) {
-            t.host.assign(host, static_cast<std::size_t>(nul - host));
-            // nothing written after the NUL
-            EXPECT_EQ(nul[1], 'x');
-        }
-    } else {
-        EXPECT_EQ(nul, nullptr) << "host written on error";
+    Target t{RRL_ERROR, kUntouched, "", kUntouched};
+    auto r = rrl::parse_redirect(text);
+    if (r) {
+        t = Target{RRL_OK, r->slot, r->target.host, r->target.port};
+        EXPECT_LT(t.host.size(), std::size_t{RRL_HOST_MAX});
     }
     return t;
 }
@@ -344,18 +342,16 @@ TEST(Redirect, Malformed) {
 TEST(Redirect, OnlyTheGivenLengthCounts) {
     // not NUL-terminated: the text goes on past len
     const char text[] = "MOVED 3999 h:63819";
-    unsigned slot = 0, port = 0;
-    char host[RRL_HOST_MAX];
-    ASSERT_EQ(rrl_reply_redirect(text, sizeof(text) - 2, &slot, host, &port),
-              RRL_OK);
-    EXPECT_EQ(port, 6381u);
-    EXPECT_EQ(rrl_reply_redirect(text, 12, &slot, host, &port), RRL_ERROR);
-    EXPECT_EQ(rrl_reply_redirect(nullptr, 0, &slot, host, &port), RRL_ERROR);
+    auto r = rrl::parse_redirect(std::string_view(text, sizeof(text) - 2));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->target.port, 6381u);
+    EXPECT_FALSE(rrl::parse_redirect(std::string_view(text, 12)));
+    EXPECT_FALSE(rrl::parse_redirect({}));
 }
 
 // ---- replies as rrl_value_t trees ----
 
-// A reply as the shim would hand it over: Node is the plain description,
+// A reply as the engine hands it over: Node is the plain description,
 // Tree the rrl_value_t view of it (pointing into the Node it keeps).
 struct Node {
     int type;
@@ -427,23 +423,11 @@ void collect(void* data, int level, const char* msg) {
     static_cast<std::vector<Logged>*>(data)->push_back({level, msg});
 }
 
-// Captures what the core logs.
+// Captures what the core logs: the parsers log nothing.
 class ReplyParse : public ::testing::Test {
    protected:
     void SetUp() override { rrl_set_logger(collect, &logged_); }
     void TearDown() override { rrl_set_logger(nullptr, nullptr); }
-
-    // the one error logged since the last call
-    std::string logged_error() {
-        std::vector<Logged> logged = std::move(logged_);
-        logged_.clear();
-        if (logged.size() != 1) {
-            ADD_FAILURE() << logged.size() << " messages logged";
-            return "";
-        }
-        EXPECT_EQ(logged[0].level, RRL_LOG_ERR);
-        return logged[0].message;
-    }
 
     std::vector<Logged> logged_;
 };
@@ -472,41 +456,32 @@ struct Slots {
 
 class ClusterSlots : public ReplyParse {
    protected:
-    // ranges has room for max + 1: the last must stay untouched
+    // parse_cluster_slots(): RRL_OK and at most max ranges, or RRL_ERROR
+    // and why in error_; nothing logged
     Slots parse(Node reply, std::size_t max = 16) {
         Tree tree(std::move(reply));
-        std::vector<rrl_slot_range_t> ranges(max + 1);
-        for (rrl_slot_range_t& r : ranges) {
-            r.start = r.end = r.port = kUntouched;
-            std::memset(r.host, 'x', sizeof(r.host));
-        }
-        std::size_t n = kUntouched;
-        Slots s{rrl_cluster_slots_parse(tree.get(), ranges.data(), max, &n),
-                {}};
-        EXPECT_EQ(ranges[max].start, kUntouched);
-        EXPECT_EQ(ranges[max].host[0], 'x');
-        if (s.rc != RRL_OK) {
-            EXPECT_EQ(n, kUntouched);
-            return s;
-        }
+        error_.clear();
+        auto parsed = rrl::parse_cluster_slots(*tree.get(), max, &error_);
         EXPECT_TRUE(logged_.empty());
-        EXPECT_LE(n, max);
-        for (std::size_t i = 0; i < n && i < max; i++) {
-            const rrl_slot_range_t& r = ranges[i];
-            std::size_t len = strnlen(r.host, RRL_HOST_MAX);
-            EXPECT_LT(len, std::size_t{RRL_HOST_MAX});
+        Slots s{parsed ? RRL_OK : RRL_ERROR, {}};
+        if (!parsed) return s;
+        EXPECT_LE(parsed->size(), max);
+        for (const rrl::SlotRange& r : *parsed) {
+            EXPECT_LT(r.primary.host.size(), std::size_t{RRL_HOST_MAX});
             s.ranges.push_back(
-                {r.start, r.end, std::string(r.host, len), r.port});
+                {r.start, r.end, r.primary.host, r.primary.port});
         }
         return s;
     }
 
-    // refused, with this reason logged
+    // refused, for this reason
     void expect_refused(Node reply, const std::string& why,
                         std::size_t max = 16) {
         EXPECT_EQ(parse(std::move(reply), max).rc, RRL_ERROR) << why;
-        EXPECT_EQ(logged_error(), "unexpected CLUSTER SLOTS reply: " + why);
+        EXPECT_EQ(error_, why);
     }
+
+    std::string error_;
 };
 
 const std::string kId1 = "6d5d5bde9a1419d5fdfc0e70c9a794b7a900cde1";
@@ -633,10 +608,11 @@ TEST_F(ClusterSlots, NotAnArray) {
     expect_refused(error("ERR This instance has cluster support disabled"),
                    "not an array");
 
-    std::size_t n = kUntouched;
-    rrl_slot_range_t r;
-    EXPECT_EQ(rrl_cluster_slots_parse(nullptr, &r, 1, &n), RRL_ERROR);
-    EXPECT_EQ(logged_error(), "unexpected CLUSTER SLOTS reply: no reply");
+    // no reply at all: the answer's failure, logged by the engine
+    std::string why;
+    EXPECT_FALSE(rrl::cluster_slots_answer(nullptr, 1, &why));
+    EXPECT_EQ(why, "failed: no reply");
+    EXPECT_TRUE(logged_.empty());
 }
 
 TEST_F(ClusterSlots, MalformedEntries) {
@@ -728,24 +704,21 @@ struct SentinelAddr {
 
 class SentinelReply : public ReplyParse {
    protected:
+    // parse_sentinel_primary(): RRL_OK with the address, kUnknown for
+    // a name not known, or RRL_ERROR and why in error_; nothing logged
     SentinelAddr parse(Node reply) {
         Tree tree(std::move(reply));
-        char host[RRL_HOST_MAX + 1];
-        std::memset(host, 'x', sizeof(host));
-        SentinelAddr a{0, "", kUntouched};
-        a.rc = rrl_sentinel_addr_parse(tree.get(), host, &a.port);
-        const char* nul =
-            static_cast<const char*>(std::memchr(host, '\0', sizeof(host)));
-        if (a.rc == RRL_OK) {
-            EXPECT_TRUE(logged_.empty());
-            EXPECT_NE(nul, nullptr);
-            if (nul != nullptr)
-                a.host.assign(host, static_cast<std::size_t>(nul - host));
-        } else {
-            EXPECT_EQ(nul, nullptr) << "host written";
-            EXPECT_EQ(a.port, kUntouched) << "port written";
+        error_.clear();
+        SentinelAddr a{RRL_ERROR, "", kUntouched};
+        auto answer = rrl::parse_sentinel_primary(*tree.get(), &error_);
+        EXPECT_TRUE(logged_.empty());
+        if (!answer) return a;
+        if (!answer->known) {
+            a.rc = kUnknown;
+            return a;
         }
-        return a;
+        EXPECT_LT(answer->primary.host.size(), std::size_t{RRL_HOST_MAX});
+        return SentinelAddr{RRL_OK, answer->primary.host, answer->primary.port};
     }
 
     void expect_addr(Node reply, const std::string& host, unsigned port) {
@@ -757,9 +730,11 @@ class SentinelReply : public ReplyParse {
 
     void expect_refused(Node reply, const std::string& why) {
         EXPECT_EQ(parse(std::move(reply)).rc, RRL_ERROR) << why;
-        EXPECT_EQ(logged_error(),
-                  "unexpected SENTINEL get-master-addr-by-name reply: " + why);
+        EXPECT_EQ(error_, why);
     }
+
+    static constexpr int kUnknown = 1;
+    std::string error_;
 };
 
 Node addr(std::string host, std::string port) {
@@ -777,7 +752,7 @@ TEST_F(SentinelReply, Address) {
 
 TEST_F(SentinelReply, UnknownName) {
     SentinelAddr a = parse(nil());
-    EXPECT_EQ(a.rc, RRL_UNKNOWN);
+    EXPECT_EQ(a.rc, kUnknown);
     EXPECT_TRUE(logged_.empty());
 }
 
@@ -814,11 +789,11 @@ TEST_F(SentinelReply, BadHostOrPort) {
 }
 
 TEST_F(SentinelReply, NoReply) {
-    char host[RRL_HOST_MAX];
-    unsigned port = 0;
-    EXPECT_EQ(rrl_sentinel_addr_parse(nullptr, host, &port), RRL_ERROR);
-    EXPECT_EQ(logged_error(),
-              "unexpected SENTINEL get-master-addr-by-name reply: no reply");
+    // no reply at all: the answer's failure, logged by the engine
+    std::string why;
+    EXPECT_FALSE(rrl::sentinel_answer(nullptr, "mymaster", &why));
+    EXPECT_EQ(why, "failed: no reply");
+    EXPECT_TRUE(logged_.empty());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "deny.hpp"
 #include "rrl.h"
 #include "rrl_conf.h"
 #include "rrl_deny_cache.h"
@@ -164,7 +165,7 @@ TEST(DenyAnswer, AnEntryThatAppliesRejectsWithRedissValues) {
     std::int64_t v[RRL_REPLY_PER_LIMIT];
     std::int64_t expected[RRL_REPLY_PER_LIMIT];
 
-    ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, expected), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, kSent + 100 * kMs, expected), 1);
     EXPECT_EQ(answer(&e, l, kSent + 100 * kMs, v), RRL_DENY_REJECTED);
     for (int i = 0; i < RRL_REPLY_PER_LIMIT; i++) {
         EXPECT_EQ(v[i], expected[i]) << i;

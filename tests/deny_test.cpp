@@ -1,16 +1,20 @@
-// The deny cache's arithmetic (rrl_deny_learn, rrl_deny_applies): an entry
+// The deny cache's arithmetic (rrl_deny_learn, deny_applies()): an entry
 // ends no later than Redis's own end of the rejection, applies only to the
 // same zone and Redis and to costs at least the learned one, and answers
 // with the values Redis would send. Then against the real script, on a
 // real redis-server with injected time: for every rejection of long
 // request sequences, each algorithm, the script still rejects at the
 // entry's last microsecond, at every cost the entry applies to.
+#include "deny.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
+#include "reply.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -27,7 +31,7 @@ rrl_deny_limit_t deny_limit(int algorithm, std::uint64_t limit,
     l.algorithm = algorithm;
     l.limit = limit;
     l.period_ms = period_ms;
-    l.burst = rrl_burst(algorithm, limit, burst);
+    l.burst = rrl::effective_burst(*rrl::algorithm(algorithm), limit, burst);
     l.redis = redis;
     l.cost = cost;
     return l;
@@ -133,11 +137,11 @@ TEST(DenyApplies, UntilTheEndExclusive) {
     rrl_deny_limit_t l = fw5();
     std::int64_t v[RRL_REPLY_PER_LIMIT];
 
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 1);
-    EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us - 1, v), 1);
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 1);
+    EXPECT_EQ(rrl::deny_applies(e, l, e.until_us - 1, v), 1);
     EXPECT_EQ(v[3], 301) << "1 us left, and the 300 us the reply took";
-    EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us, v), 0);
-    EXPECT_EQ(rrl_deny_applies(&e, &l, e.until_us + kSecond, v), 0);
+    EXPECT_EQ(rrl::deny_applies(e, l, e.until_us, v), 0);
+    EXPECT_EQ(rrl::deny_applies(e, l, e.until_us + kSecond, v), 0);
 }
 
 TEST(DenyApplies, TheValuesRedisWouldSend) {
@@ -147,7 +151,7 @@ TEST(DenyApplies, TheValuesRedisWouldSend) {
     std::int64_t v[RRL_REPLY_PER_LIMIT] = {-1, -1, -1, -1};
 
     std::int64_t now = kSent + 100 * kMs;
-    ASSERT_EQ(rrl_deny_applies(&e, &l, now, v), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, now, v), 1);
     EXPECT_EQ(v[0], 0) << "passed";
     EXPECT_EQ(v[1], 2) << "remaining";
     EXPECT_EQ(v[2], 700 * kMs) << "reset after";
@@ -156,7 +160,7 @@ TEST(DenyApplies, TheValuesRedisWouldSend) {
     // a reset that came before the end (fixed_window on an empty count
     // rejecting a cost over the capacity): 0, never negative
     e.reset_until_us = kSent + 50 * kMs;
-    ASSERT_EQ(rrl_deny_applies(&e, &l, now, v), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, now, v), 1);
     EXPECT_EQ(v[2], 0);
 }
 
@@ -183,13 +187,13 @@ TEST(DenyApplies, RetryAfterNeverEarlierThanRedis) {
             for (std::int64_t now = replied; now < e.until_us;
                  now += retry / 97 + 1) {
                 std::int64_t v[RRL_REPLY_PER_LIMIT];
-                ASSERT_EQ(rrl_deny_applies(&e, &l, now, v), 1);
+                ASSERT_EQ(rrl::deny_applies(e, l, now, v), 1);
                 for (std::int64_t redis_at : {kSent, kSent + delay, replied}) {
                     std::int64_t redis_left = redis_at + retry - now;
                     EXPECT_GE(v[3], redis_left)
                         << "delay " << delay << " retry " << retry << " at +"
                         << now - kSent;
-                    EXPECT_GE(rrl_retry_after_seconds(v[3]) * kSecond,
+                    EXPECT_GE(rrl::retry_after_seconds(v[3]) * kSecond,
                               redis_left);
                 }
                 // and no longer than the round trip allows
@@ -209,7 +213,7 @@ TEST(DenyApplies, ResetAsBefore) {
     EXPECT_EQ(e.reset_until_us, kSent + 800 * kMs);
 
     std::int64_t v[RRL_REPLY_PER_LIMIT];
-    ASSERT_EQ(rrl_deny_applies(&e, &l, kSent + 100 * kMs, v), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, kSent + 100 * kMs, v), 1);
     EXPECT_EQ(v[2], 700 * kMs);
     EXPECT_EQ(v[3], 440 * kMs);
 }
@@ -223,7 +227,7 @@ TEST(DenyApplies, FixedWindowCostsAtLeastTheLearnedOneUpToTheCapacity) {
         // below 3, a request may pass before the end; over 5 (the
         // capacity), Redis sends a full period; in between, the window's
         // end is every cost's
-        EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v),
+        EXPECT_EQ(rrl::deny_applies(e, l, kSent, v),
                   cost >= 3 && cost <= 5 ? 1 : 0)
             << "cost " << cost;
     }
@@ -241,8 +245,8 @@ TEST(DenyApplies, OtherAlgorithmsTheLearnedCostOnly) {
         std::int64_t v[RRL_REPLY_PER_LIMIT];
         for (std::uint64_t cost = 1; cost <= 4; cost++) {
             rrl_deny_limit_t l = deny_limit(algorithm, 5, 1000, 4, cost);
-            EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), cost == 2 ? 1 : 0)
-                << rrl_algorithm_name(algorithm) << " cost " << cost;
+            EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), cost == 2 ? 1 : 0)
+                << rrl::algorithm(algorithm)->name.data() << " cost " << cost;
         }
     }
 }
@@ -252,27 +256,27 @@ TEST(DenyApplies, NotToAnotherZoneOrRedis) {
     std::int64_t v[RRL_REPLY_PER_LIMIT];
 
     rrl_deny_limit_t same = fw5();
-    EXPECT_EQ(rrl_deny_applies(&e, &same, kSent, v), 1);
+    EXPECT_EQ(rrl::deny_applies(e, same, kSent, v), 1);
 
     rrl_deny_limit_t l = fw5();
     l.algorithm = RRL_SLIDING_WINDOW;
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 0) << "algorithm";
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 0) << "algorithm";
 
     l = fw5();
     l.limit = 6;
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 0) << "limit";
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 0) << "limit";
 
     l = fw5();
     l.period_ms = 2000;
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 0) << "period";
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 0) << "period";
 
     l = fw5();
     l.burst = 1;
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 0) << "burst";
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 0) << "burst";
 
     l = fw5();
     l.redis = 8;
-    EXPECT_EQ(rrl_deny_applies(&e, &l, kSent, v), 0) << "redis";
+    EXPECT_EQ(rrl::deny_applies(e, l, kSent, v), 0) << "redis";
 }
 
 TEST(DenyApplies, DecodedAsARejectionByTheCachedLimit) {
@@ -283,7 +287,7 @@ TEST(DenyApplies, DecodedAsARejectionByTheCachedLimit) {
     std::int64_t now = kSent + 200 * kMs;
     std::vector<std::int64_t> reply = {
         0, 1700000000LL * kSecond, 1, 10, 0, 0, 0, 0, 0, 0};
-    ASSERT_EQ(rrl_deny_applies(&e, &l, now, &reply[6]), 1);
+    ASSERT_EQ(rrl::deny_applies(e, l, now, &reply[6]), 1);
 
     rrl_limit_result_t limits[2];
     rrl_decision_t d{};
@@ -371,7 +375,7 @@ class DenyVersusScriptTest : public ScriptFixture {
                     rrl_deny_limit_t probe = dl;
                     probe.cost = cost;
                     std::int64_t v[RRL_REPLY_PER_LIMIT];
-                    ASSERT_EQ(rrl_deny_applies(&e, &probe, at, v), 1);
+                    ASSERT_EQ(rrl::deny_applies(e, probe, at, v), 1);
                     LimitResult s = run_one(
                         at, with_cost(l, static_cast<std::int64_t>(cost)));
                     ASSERT_EQ(s.passed, 0)

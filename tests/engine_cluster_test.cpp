@@ -10,6 +10,7 @@
 
 #include "engine_harness.hpp"
 #include "rrl_conf.h"
+#include "slot.hpp"
 
 namespace rrl_test {
 namespace {
@@ -18,13 +19,13 @@ namespace {
 std::string key_in(unsigned lo, unsigned hi) {
     for (int i = 0;; i++) {
         std::string k = "rl:" + std::to_string(i);
-        unsigned slot = rrl_key_slot(k.data(), k.size());
+        unsigned slot = rrl::key_slot(k);
         if (slot >= lo && slot <= hi) return k;
     }
 }
 
 unsigned slot_of(const std::string& k) {
-    return rrl_key_slot(k.data(), k.size());
+    return rrl::key_slot(k);
 }
 
 class ClusterTest : public ::testing::Test {

@@ -94,7 +94,7 @@ TestLoop::TestLoop() {
     loop_.error = [](int kind) {
         if (kind >= 0 && kind < RRL_METRICS_ERR_KINDS) current->errors[kind]++;
     };
-    loop_.reply = [](int64_t, const void*) { current->replies++; };
+    loop_.reply = [](size_t, uint64_t, int) { current->replies++; };
 }
 
 TestLoop::~TestLoop() {

@@ -15,6 +15,7 @@
 #include "engine_fixture.hpp"
 #include "rrl_call_args.h"
 #include "rrl_conf.h"
+#include "script.hpp"
 
 namespace rrl_test {
 namespace {
@@ -30,8 +31,9 @@ TEST_F(EngineTest, SetsUpTheConnectionInOrder) {
     EXPECT_EQ(redis.commands[1], (Argv{"SELECT", "3"}));
     EXPECT_EQ(redis.commands[2],
               (Argv{"CLIENT", "SETNAME", "nginx-redis-ratelimit"}));
-    size_t len;
-    const char* script = rrl_script(&len);
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
     EXPECT_EQ(redis.commands[3],
               (Argv{"SCRIPT", "LOAD", std::string(script, len)}));
     EXPECT_TRUE(loop.logged("connected to " + redis.name()));

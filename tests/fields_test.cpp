@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "problem.hpp"
 #include "rrl.h"
 
@@ -19,8 +20,12 @@ constexpr std::int64_t kNow = 1700000000 * kSecond + 250000;
 rrl_policy_t policy(const std::string& zone, int algorithm, std::uint64_t limit,
                     std::uint64_t period_ms,
                     std::uint64_t burst = RRL_BURST_UNSET) {
-    return {zone.data(), zone.size(), algorithm,
-            limit,       period_ms,   rrl_burst(algorithm, limit, burst)};
+    return {zone.data(),
+            zone.size(),
+            algorithm,
+            limit,
+            period_ms,
+            rrl::effective_burst(*rrl::algorithm(algorithm), limit, burst)};
 }
 
 std::string policy_field(const std::vector<rrl_policy_t>& p) {

@@ -1,48 +1,49 @@
-// A new connection's setup (rrl_handshake_*): the commands queued at once
+// A new connection's setup (handshake.hpp): the commands queued at once
 // for each combination of username, password and database, to a Redis and
 // to a Sentinel, what follows each step's success, and each command's
 // arguments.
+#include "handshake.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rrl.h"
-#include "rrl_handshake.h"
+#include "script.hpp"
 
 namespace {
 
-rrl_handshake_t redis(const std::string& username, const std::string& password,
-                      uint64_t db) {
-    static std::string u, p;  // outlive the struct's pointers
+rrl::Handshake redis(const std::string& username, const std::string& password,
+                     uint64_t db) {
+    static std::string u, p;  // outlive the views
     u = username;
     p = password;
-    rrl_handshake_t hs;
-    rrl_handshake_init(&hs, 0, u.data(), u.size(), p.data(), p.size(), db);
+    rrl::Handshake hs;
+    rrl::handshake_init(&hs, false, u, p, db);
     return hs;
 }
 
-rrl_handshake_t sentinel(const char* password) {
-    rrl_handshake_t hs;
-    std::string pw = password;
-    rrl_handshake_init(&hs, 1, "user", 4, password, pw.size(), 5);
+rrl::Handshake sentinel(const char* password) {
+    rrl::Handshake hs;
+    rrl::handshake_init(&hs, true, "user", password, 5);
     return hs;
 }
 
-std::vector<int> plan(const rrl_handshake_t& hs) {
-    int steps[RRL_HANDSHAKE_MAX];
-    size_t n = rrl_handshake_plan(&hs, steps);
-    EXPECT_LE(n, size_t{RRL_HANDSHAKE_MAX});
+std::vector<int> plan(const rrl::Handshake& hs) {
+    int steps[rrl::kHandshakeMax];
+    size_t n = rrl::handshake_plan(hs, steps);
+    EXPECT_LE(n, size_t{rrl::kHandshakeMax});
     return std::vector<int>(steps, steps + n);
 }
 
-std::vector<std::string> command(const rrl_handshake_t& hs, int step) {
-    const char* argv[RRL_HANDSHAKE_ARGS];
-    size_t argvlen[RRL_HANDSHAKE_ARGS];
-    size_t n = rrl_handshake_command(&hs, step, argv, argvlen);
+std::vector<std::string> command(const rrl::Handshake& hs, int step) {
+    std::string_view argv[rrl::kHandshakeArgs];
+    size_t n = rrl::handshake_command(hs, step, argv);
     std::vector<std::string> args;
-    for (size_t i = 0; i < n; i++) args.emplace_back(argv[i], argvlen[i]);
+    for (size_t i = 0; i < n; i++) args.emplace_back(argv[i]);
     return args;
 }
 
@@ -50,112 +51,118 @@ using Args = std::vector<std::string>;
 using Steps = std::vector<int>;
 
 TEST(Handshake, ARedisWithNothingSetIsOnlyNamed) {
-    EXPECT_EQ(plan(redis("", "", 0)), Steps{RRL_HANDSHAKE_SETNAME});
+    EXPECT_EQ(plan(redis("", "", 0)), Steps{rrl::kHandshakeSetname});
 }
 
 TEST(Handshake, APasswordAuthenticatesFirst) {
     EXPECT_EQ(plan(redis("", "pw", 0)),
-              (Steps{RRL_HANDSHAKE_AUTH, RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeAuth, rrl::kHandshakeSetname}));
 }
 
 TEST(Handshake, AUsernameAuthenticatesWithTheAcl) {
     EXPECT_EQ(plan(redis("u", "pw", 0)),
-              (Steps{RRL_HANDSHAKE_AUTH_USER, RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeAuthUser, rrl::kHandshakeSetname}));
     EXPECT_EQ(plan(redis("u", "", 0)),
-              (Steps{RRL_HANDSHAKE_AUTH_USER, RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeAuthUser, rrl::kHandshakeSetname}));
 }
 
 TEST(Handshake, ADatabaseIsSelectedAfterAuthAndBeforeTheName) {
     EXPECT_EQ(plan(redis("", "", 3)),
-              (Steps{RRL_HANDSHAKE_SELECT, RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeSelect, rrl::kHandshakeSetname}));
     EXPECT_EQ(plan(redis("u", "pw", 15)),
-              (Steps{RRL_HANDSHAKE_AUTH_USER, RRL_HANDSHAKE_SELECT,
-                     RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeAuthUser, rrl::kHandshakeSelect,
+                     rrl::kHandshakeSetname}));
     EXPECT_EQ(plan(redis("", "pw", 1)),
-              (Steps{RRL_HANDSHAKE_AUTH, RRL_HANDSHAKE_SELECT,
-                     RRL_HANDSHAKE_SETNAME}));
+              (Steps{rrl::kHandshakeAuth, rrl::kHandshakeSelect,
+                     rrl::kHandshakeSetname}));
 }
 
 TEST(Handshake, ASentinelOnlyAuthenticatesWithItsPassword) {
     EXPECT_EQ(plan(sentinel("")), Steps{});
     // the username and database are the Redis's, not the Sentinel's
-    EXPECT_EQ(plan(sentinel("spw")), Steps{RRL_HANDSHAKE_AUTH});
-    EXPECT_EQ(command(sentinel("spw"), RRL_HANDSHAKE_AUTH),
+    EXPECT_EQ(plan(sentinel("spw")), Steps{rrl::kHandshakeAuth});
+    EXPECT_EQ(command(sentinel("spw"), rrl::kHandshakeAuth),
               (Args{"AUTH", "spw"}));
 }
 
 TEST(Handshake, TheScriptIsLoadedOnlyAfterTheName) {
-    rrl_handshake_t hs = redis("u", "pw", 2);
-    for (int step :
-         {RRL_HANDSHAKE_AUTH, RRL_HANDSHAKE_AUTH_USER, RRL_HANDSHAKE_SELECT}) {
-        EXPECT_EQ(rrl_handshake_next(&hs, step), RRL_HANDSHAKE_NONE);
+    rrl::Handshake hs = redis("u", "pw", 2);
+    for (int step : {rrl::kHandshakeAuth, rrl::kHandshakeAuthUser,
+                     rrl::kHandshakeSelect}) {
+        EXPECT_EQ(rrl::handshake_next(hs, step), rrl::kHandshakeNone);
     }
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_SETNAME),
-              RRL_HANDSHAKE_SCRIPT_LOAD);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeSetname),
+              rrl::kHandshakeScriptLoad);
 }
 
 TEST(Handshake, ARedisWorksOnceTheScriptIsLoaded) {
-    rrl_handshake_t hs = redis("", "", 0);
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_CONNECTED),
-              RRL_HANDSHAKE_NONE);
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_SCRIPT_LOAD),
-              RRL_HANDSHAKE_READY);
+    rrl::Handshake hs = redis("", "", 0);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeConnected),
+              rrl::kHandshakeNone);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeScriptLoad),
+              rrl::kHandshakeReady);
 }
 
 TEST(Handshake, ASentinelWorksOnceConnected) {
-    rrl_handshake_t hs = sentinel("spw");
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_CONNECTED),
-              RRL_HANDSHAKE_READY);
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_AUTH), RRL_HANDSHAKE_NONE);
+    rrl::Handshake hs = sentinel("spw");
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeConnected),
+              rrl::kHandshakeReady);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeAuth),
+              rrl::kHandshakeNone);
 }
 
 TEST(Handshake, NothingFollowsTheEnd) {
-    rrl_handshake_t hs = redis("", "", 0);
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_READY), RRL_HANDSHAKE_NONE);
-    EXPECT_EQ(rrl_handshake_next(&hs, RRL_HANDSHAKE_NONE), RRL_HANDSHAKE_NONE);
+    rrl::Handshake hs = redis("", "", 0);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeReady),
+              rrl::kHandshakeNone);
+    EXPECT_EQ(rrl::handshake_next(hs, rrl::kHandshakeNone),
+              rrl::kHandshakeNone);
 }
 
 TEST(Handshake, EachCommandsArguments) {
-    rrl_handshake_t hs = redis("alice", "secret", 12);
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_AUTH), (Args{"AUTH", "secret"}));
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_AUTH_USER),
+    rrl::Handshake hs = redis("alice", "secret", 12);
+    EXPECT_EQ(command(hs, rrl::kHandshakeAuth), (Args{"AUTH", "secret"}));
+    EXPECT_EQ(command(hs, rrl::kHandshakeAuthUser),
               (Args{"AUTH", "alice", "secret"}));
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_SELECT), (Args{"SELECT", "12"}));
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_SETNAME),
+    EXPECT_EQ(command(hs, rrl::kHandshakeSelect), (Args{"SELECT", "12"}));
+    EXPECT_EQ(command(hs, rrl::kHandshakeSetname),
               (Args{"CLIENT", "SETNAME", "nginx-redis-ratelimit"}));
-    size_t len = 0;
-    const char* script = rrl_script(&len);
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_SCRIPT_LOAD),
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
+    EXPECT_EQ(command(hs, rrl::kHandshakeScriptLoad),
               (Args{"SCRIPT", "LOAD", std::string(script, len)}));
-    for (int step :
-         {RRL_HANDSHAKE_NONE, RRL_HANDSHAKE_CONNECTED, RRL_HANDSHAKE_READY}) {
+    for (int step : {rrl::kHandshakeNone, rrl::kHandshakeConnected,
+                     rrl::kHandshakeReady}) {
         EXPECT_EQ(command(hs, step), Args{});
     }
 }
 
 TEST(Handshake, APasswordMayHoldAnyByte) {
     static const char pw[] = {'a', '\0', ' ', 'b'};
-    rrl_handshake_t hs;
-    rrl_handshake_init(&hs, 0, nullptr, 0, pw, sizeof(pw), 0);
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_AUTH),
+    rrl::Handshake hs;
+    rrl::handshake_init(&hs, false, {}, std::string_view(pw, sizeof(pw)), 0);
+    EXPECT_EQ(command(hs, rrl::kHandshakeAuth),
               (Args{"AUTH", std::string(pw, sizeof(pw))}));
 }
 
 TEST(Handshake, TheLargestDatabaseNumberFits) {
-    rrl_handshake_t hs = redis("", "", UINT64_MAX);
-    EXPECT_EQ(command(hs, RRL_HANDSHAKE_SELECT),
+    rrl::Handshake hs = redis("", "", UINT64_MAX);
+    EXPECT_EQ(command(hs, rrl::kHandshakeSelect),
               (Args{"SELECT", "18446744073709551615"}));
 }
 
 TEST(Handshake, StepsAreNamedForLogs) {
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_AUTH)), "AUTH");
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_AUTH_USER)), "AUTH");
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_SELECT)), "SELECT");
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_SETNAME)),
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeAuth)), "AUTH");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeAuthUser)),
+              "AUTH");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeSelect)),
+              "SELECT");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeSetname)),
               "CLIENT SETNAME");
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_SCRIPT_LOAD)),
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeScriptLoad)),
               "SCRIPT LOAD");
-    EXPECT_EQ(std::string(rrl_handshake_name(RRL_HANDSHAKE_CONNECTED)), "");
+    EXPECT_EQ(std::string(rrl::handshake_name(rrl::kHandshakeConnected)), "");
 }
 
 }  // namespace

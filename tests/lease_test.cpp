@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "rrl_lease.h"
 
@@ -32,7 +33,7 @@ rrl_lease_limit_t lease_limit(int algorithm, std::uint64_t limit,
     l.algorithm = algorithm;
     l.limit = limit;
     l.period_ms = period_ms;
-    l.burst = rrl_burst(algorithm, limit, burst);
+    l.burst = rrl::effective_burst(*rrl::algorithm(algorithm), limit, burst);
     l.percent = percent;
     l.cost = cost;
     return l;

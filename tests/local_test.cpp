@@ -1,8 +1,10 @@
-// rrl_local_check: the algorithms decided locally ("redis_ratelimit_fail
+// local_check(): the algorithms decided locally ("redis_ratelimit_fail
 // local") on a state kept by the caller. The same exact expectations as the
 // script tests, then the local results compared with the real script's, on
 // a real redis-server with injected time, for long deterministic request
 // sequences: every reply and every stored state must be identical.
+#include "local.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,10 +13,29 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
 namespace {
+
+// local_check() as RRL_OK, or RRL_ERROR for an algorithm, limit or period
+// it refuses
+int check_locally(int algorithm, std::uint64_t limit, std::uint64_t period_ms,
+                  std::uint64_t burst, std::uint64_t cost, std::int64_t now_us,
+                  const rrl_local_state_t* state, rrl_local_state_t* next,
+                  rrl_limit_result_t* result) {
+    return rrl::local_check({algorithm, limit, period_ms, burst, cost}, now_us,
+                            *state, next, result)
+               ? RRL_OK
+               : RRL_ERROR;
+}
+
+// an algorithm's id by its name, RRL_ERROR for none
+int algorithm_id(const std::string& name) {
+    const rrl::Algorithm* a = rrl::find_algorithm(name);
+    return a == nullptr ? RRL_ERROR : a->id;
+}
 
 using namespace rrl_test;
 
@@ -34,13 +55,12 @@ class LocalStore {
         for (size_t i = 0; i < limits.size(); i++) {
             const Limit& l = limits[i];
             rrl_limit_result_t r{};
-            int algorithm =
-                rrl_algorithm_parse(l.algorithm.data(), l.algorithm.size());
-            d.rc = rrl_local_check(algorithm, static_cast<uint64_t>(l.limit),
-                                   static_cast<uint64_t>(l.period_ms),
-                                   static_cast<uint64_t>(l.burst),
-                                   static_cast<uint64_t>(l.cost), now,
-                                   &states_[l.key], &next[i], &r);
+            int algorithm = algorithm_id(l.algorithm);
+            d.rc = check_locally(algorithm, static_cast<uint64_t>(l.limit),
+                                 static_cast<uint64_t>(l.period_ms),
+                                 static_cast<uint64_t>(l.burst),
+                                 static_cast<uint64_t>(l.cost), now,
+                                 &states_[l.key], &next[i], &r);
             if (d.rc != RRL_OK) return d;
             d.passed = d.passed && r.passed;
             d.limits.push_back(r);
@@ -426,7 +446,7 @@ TEST(LocalCheck, LeakyBucketFractionalInterval) {
 
 TEST(LocalCheck, CostAboveCapacityOnAnIdleKey) {
     for (int a = 0; a < RRL_ALGORITHM_COUNT; a++) {
-        SCOPED_TRACE(rrl_algorithm_name(a));
+        SCOPED_TRACE(rrl::algorithm(a)->name.data());
         LocalStore store;
         const Limit l = make_limit(a, "k", 5, 10000, RRL_BURST_UNSET, 1);
         const std::int64_t cap = capacity_of(a, l);
@@ -442,19 +462,19 @@ TEST(LocalCheck, CostAboveCapacityOnAnIdleKey) {
 TEST(LocalCheck, BadArguments) {
     rrl_local_state_t state{}, next{};
     rrl_limit_result_t r{};
-    EXPECT_EQ(rrl_local_check(-1, 5, 1000, 0, 1, kT, &state, &next, &r),
+    EXPECT_EQ(check_locally(-1, 5, 1000, 0, 1, kT, &state, &next, &r),
               RRL_ERROR);
-    EXPECT_EQ(rrl_local_check(RRL_ALGORITHM_COUNT, 5, 1000, 0, 1, kT, &state,
-                              &next, &r),
+    EXPECT_EQ(check_locally(RRL_ALGORITHM_COUNT, 5, 1000, 0, 1, kT, &state,
+                            &next, &r),
               RRL_ERROR);
     EXPECT_EQ(
-        rrl_local_check(RRL_FIXED_WINDOW, 0, 1000, 0, 1, kT, &state, &next, &r),
+        check_locally(RRL_FIXED_WINDOW, 0, 1000, 0, 1, kT, &state, &next, &r),
         RRL_ERROR);
     EXPECT_EQ(
-        rrl_local_check(RRL_LEAKY_BUCKET, 5, 0, 0, 1, kT, &state, &next, &r),
+        check_locally(RRL_LEAKY_BUCKET, 5, 0, 0, 1, kT, &state, &next, &r),
         RRL_ERROR);
     EXPECT_EQ(
-        rrl_local_check(RRL_LEAKY_BUCKET, 5, 1000, 0, 1, kT, &state, &next, &r),
+        check_locally(RRL_LEAKY_BUCKET, 5, 1000, 0, 1, kT, &state, &next, &r),
         RRL_OK);
 }
 
@@ -503,8 +523,7 @@ class LocalVersusScriptTest : public ScriptFixture {
             }
             std::vector<Limit> request = limits;
             for (Limit& l : request) {
-                const int a =
-                    rrl_algorithm_parse(l.algorithm.data(), l.algorithm.size());
+                const int a = algorithm_id(l.algorithm);
                 const auto cap = static_cast<std::uint64_t>(capacity_of(a, l));
                 l.cost = 1;
                 if (seq.next(6) == 0) {

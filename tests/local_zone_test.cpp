@@ -1,6 +1,6 @@
 // rrl_local_zone.h: the share of a zone one server allows alone with
 // local_share=1/K, and a key's entry in a local zone: decided as
-// rrl_local_check() on that share, an ended entry counting as none, kept
+// local_check() on that share, an ended entry counting as none, kept
 // until the limit's reset.
 #include "local_zone.hpp"
 
@@ -8,10 +8,23 @@
 
 #include <cstdint>
 
+#include "local.hpp"
 #include "rrl.h"
 #include "rrl_local_zone.h"
 
 namespace {
+
+// local_check() as RRL_OK, or RRL_ERROR for an algorithm, limit or period
+// it refuses
+int check_locally(int algorithm, std::uint64_t limit, std::uint64_t period_ms,
+                  std::uint64_t burst, std::uint64_t cost, std::int64_t now_us,
+                  const rrl_local_state_t* state, rrl_local_state_t* next,
+                  rrl_limit_result_t* result) {
+    return rrl::local_check({algorithm, limit, period_ms, burst, cost}, now_us,
+                            *state, next, result)
+               ? RRL_OK
+               : RRL_ERROR;
+}
 
 constexpr std::int64_t kMs = 1000;
 constexpr std::int64_t kNow = 1700000000LL * 1000 * kMs;
@@ -97,8 +110,8 @@ TEST(LocalZoneCheck, NoEntryIsAFreshKey) {
 
     ASSERT_EQ(check(RRL_FIXED_WINDOW, 0, 1, 2, kNow, nullptr, &next, v),
               RRL_OK);
-    ASSERT_EQ(rrl_local_check(RRL_FIXED_WINDOW, 5, 1000, 0, 2, kNow, &none,
-                              &expected, &r),
+    ASSERT_EQ(check_locally(RRL_FIXED_WINDOW, 5, 1000, 0, 2, kNow, &none,
+                            &expected, &r),
               RRL_OK);
     EXPECT_EQ(v[0], 1);
     EXPECT_EQ(v[0], r.passed);

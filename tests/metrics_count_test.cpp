@@ -1,9 +1,14 @@
 // Metrics counting (rrl_metrics_*): which counter a request counts in,
 // which error kind a reply counts as, round trips, and the gauges of nodes.
+#include "metrics_count.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <string_view>
 
+#include "metrics.hpp"
 #include "rrl_lease.h"
 #include "rrl_metrics_count.h"
 
@@ -42,8 +47,21 @@ TEST(MetricsCount, ARejectionCountsInTheZonesThatRejected) {
 }
 
 int kind(int replied, int array, const char* error) {
-    return rrl_metrics_reply_error(replied, array, error,
-                                   error ? std::strlen(error) : 0);
+    std::optional<std::string_view> text;
+    if (error != nullptr) text = std::string_view(error);
+    return rrl::metrics_reply_error(replied != 0, array != 0, text)
+        .value_or(-1);
+}
+
+// a reply's round trip and its bucket, as the engine reports them: 0 when
+// it counts in no bucket
+int round_trip(int64_t sent_us, int64_t now_us, uint64_t* rtt_us,
+               size_t* bucket) {
+    auto rtt = rrl::metrics_rtt(sent_us, now_us);
+    if (!rtt) return 0;
+    *rtt_us = *rtt;
+    *bucket = rrl::metrics_bucket(*rtt);
+    return 1;
 }
 
 TEST(MetricsCount, RepliesAsErrorKinds) {
@@ -63,13 +81,13 @@ TEST(MetricsCount, RepliesAsErrorKinds) {
 TEST(MetricsCount, RoundTrips) {
     uint64_t rtt = 9;
     size_t bucket = 99;
-    EXPECT_EQ(rrl_metrics_rtt(0, 1000, &rtt, &bucket), 0);    // sent unknown
-    EXPECT_EQ(rrl_metrics_rtt(1000, 999, &rtt, &bucket), 0);  // clock back
+    EXPECT_EQ(round_trip(0, 1000, &rtt, &bucket), 0);    // sent unknown
+    EXPECT_EQ(round_trip(1000, 999, &rtt, &bucket), 0);  // clock back
     EXPECT_EQ(rtt, 9u);
-    EXPECT_EQ(rrl_metrics_rtt(1000, 1000, &rtt, &bucket), 1);
+    EXPECT_EQ(round_trip(1000, 1000, &rtt, &bucket), 1);
     EXPECT_EQ(rtt, 0u);
     EXPECT_EQ(bucket, 0u);
-    EXPECT_EQ(rrl_metrics_rtt(1000, 1000 + 2000000, &rtt, &bucket), 1);
+    EXPECT_EQ(round_trip(1000, 1000 + 2000000, &rtt, &bucket), 1);
     EXPECT_EQ(rtt, 2000000u);
     EXPECT_EQ(bucket, static_cast<size_t>(RRL_METRICS_BUCKETS - 1));
 }
@@ -77,10 +95,10 @@ TEST(MetricsCount, RoundTrips) {
 TEST(MetricsCount, GaugesOfNodes) {
     rrl_metrics_t m;
     std::memset(&m, 0, sizeof(m));
-    rrl_metrics_gauge_node(&m, 1, RRL_BREAKER_CLOSED);
-    rrl_metrics_gauge_node(&m, 0, RRL_BREAKER_OPEN);
-    rrl_metrics_gauge_node(&m, 1, RRL_BREAKER_HALF_OPEN);
-    rrl_metrics_gauge_node(&m, 0, RRL_BREAKER_OPEN);
+    rrl::metrics_gauge_node(&m, true, rrl::BreakerState::closed);
+    rrl::metrics_gauge_node(&m, false, rrl::BreakerState::open);
+    rrl::metrics_gauge_node(&m, true, rrl::BreakerState::half_open);
+    rrl::metrics_gauge_node(&m, false, rrl::BreakerState::open);
     EXPECT_EQ(m.connections, 2u);
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_CLOSED], 1u);
     EXPECT_EQ(m.circuits[RRL_METRICS_CIRCUIT_HALF_OPEN], 1u);

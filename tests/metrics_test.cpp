@@ -31,13 +31,13 @@ TEST(Metrics, EscapesLabelValues) {
 }
 
 TEST(Metrics, BucketIsTheFirstBoundAtLeastTheValue) {
-    EXPECT_EQ(rrl_metrics_bucket(0), 0u);
-    EXPECT_EQ(rrl_metrics_bucket(500), 0u);  // le="0.0005" holds 0.0005
-    EXPECT_EQ(rrl_metrics_bucket(501), 1u);
-    EXPECT_EQ(rrl_metrics_bucket(1000), 1u);
-    EXPECT_EQ(rrl_metrics_bucket(1000000), 10u);  // le="1"
-    EXPECT_EQ(rrl_metrics_bucket(1000001), 11u);  // +Inf
-    EXPECT_EQ(rrl_metrics_bucket(UINT64_MAX), 11u);
+    EXPECT_EQ(rrl::metrics_bucket(0), 0u);
+    EXPECT_EQ(rrl::metrics_bucket(500), 0u);  // le="0.0005" holds 0.0005
+    EXPECT_EQ(rrl::metrics_bucket(501), 1u);
+    EXPECT_EQ(rrl::metrics_bucket(1000), 1u);
+    EXPECT_EQ(rrl::metrics_bucket(1000000), 10u);  // le="1"
+    EXPECT_EQ(rrl::metrics_bucket(1000001), 11u);  // +Inf
+    EXPECT_EQ(rrl::metrics_bucket(UINT64_MAX), 11u);
 }
 
 TEST(Metrics, RequestsPerZoneAndStatus) {

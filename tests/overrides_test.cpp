@@ -9,13 +9,14 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "call.hpp"
 #include "call_args.hpp"
 #include "call_limit.hpp"
 #include "metrics.hpp"
 #include "rrl.h"
-#include "rrl_call.h"
 #include "rrl_call_args.h"
 #include "rrl_decision.h"
 #include "rrl_metrics_count.h"
@@ -357,10 +358,10 @@ TEST(OverridesLog, TheRateOfARejection) {
 }
 
 // [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
-rrl_call_t* make_call(const std::vector<std::string>& keys,
-                      const std::vector<std::string>& algorithms,
-                      std::vector<std::string>& args,
-                      std::vector<const void*>& zones) {
+std::unique_ptr<rrl::Call> make_call(const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& algorithms,
+                                     std::vector<std::string>& args,
+                                     std::vector<const void*>& zones) {
     args = {"EVALSHA", "0123abcd", std::to_string(keys.size())};
     args.insert(args.end(), keys.begin(), keys.end());
     args.push_back("");
@@ -368,14 +369,8 @@ rrl_call_t* make_call(const std::vector<std::string>& keys,
         args.insert(args.end(), {algorithms[j], "10", "1000", "0", "1"});
         zones.push_back(&args);
     }
-    std::vector<const char*> argv;
-    std::vector<size_t> argvlen;
-    for (const std::string& a : args) {
-        argv.push_back(a.data());
-        argvlen.push_back(a.size());
-    }
-    return rrl_call_new(static_cast<int>(argv.size()), argv.data(),
-                        argvlen.data(), zones.data(), zones.size(), 1);
+    std::vector<std::string_view> argv(args.begin(), args.end());
+    return std::make_unique<rrl::Call>(argv, zones, true);
 }
 
 // Cluster parts of limits with and without overrides, merged in the
@@ -384,24 +379,22 @@ TEST(OverridesCall, PartsMergeAtTheirWidths) {
     std::vector<std::string> args;
     std::vector<const void*> zones;
     // "{a}x" and "{a}y" share a slot, "{b}x" is in another
-    std::unique_ptr<rrl_call_t, void (*)(rrl_call_t*)> call(
-        make_call({"{a}x", "{b}x", "{a}y"},
-                  {"fixed_window+overrides", "fixed_window",
-                   "token_bucket+overrides"},
-                  args, zones),
-        rrl_call_free);
+    std::unique_ptr<rrl::Call> call = make_call(
+        {"{a}x", "{b}x", "{a}y"},
+        {"fixed_window+overrides", "fixed_window", "token_bucket+overrides"},
+        args, zones);
     ASSERT_NE(call, nullptr);
-    ASSERT_EQ(rrl_call_parts(call.get()), 2u);
-    ASSERT_EQ(rrl_call_values(call.get(), 0), 2u + 8 + 8);
-    ASSERT_EQ(rrl_call_values(call.get(), 1), 2u + 4);
+    ASSERT_EQ(call->parts(), 2u);
+    ASSERT_EQ(call->values(0), 2u + 8 + 8);
+    ASSERT_EQ(call->values(1), 2u + 4);
 
     Values a = {1,  500, 10, 11, 12, 13, 14, 15, 16,
                 17, 30,  31, 32, 33, 34, 35, 36, 37};
     Values b = {1, 501, 20, 21, 22, 23};
-    std::copy(a.begin(), a.end(), rrl_call_reply(call.get(), 0));
-    std::copy(b.begin(), b.end(), rrl_call_reply(call.get(), 1));
+    std::copy(a.begin(), a.end(), call->reply(0));
+    std::copy(b.begin(), b.end(), call->reply(1));
     Values out(22);
-    ASSERT_EQ(rrl_call_merge(call.get(), out.data(), out.size()), 22u);
+    ASSERT_EQ(call->merge(out.data(), out.size()), 22u);
     EXPECT_EQ(out, (Values{1,  500, 10, 11, 12, 13, 14, 15, 16, 17, 20,
                            21, 22,  23, 30, 31, 32, 33, 34, 35, 36, 37}));
 }

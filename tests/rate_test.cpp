@@ -1,5 +1,6 @@
-// rrl::parse_rate / rrl_rate_parse ("Nr/PERIOD") and rrl::parse_time_ms /
-// rrl_time_parse_ms (nginx time syntax, bare number = seconds).
+// rrl::parse_rate ("Nr/PERIOD") and rrl::parse_time_ms (nginx time syntax,
+// bare number = seconds), each on the whole text and on a prefix of a
+// longer buffer (only the given length counts).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -30,13 +31,13 @@ TEST_P(RateAccepted, CppApi) {
     EXPECT_EQ(rate->period_ms, c.period_ms) << c.text;
 }
 
-TEST_P(RateAccepted, CApi) {
+TEST_P(RateAccepted, OnlyTheGivenLengthCounts) {
     const RateCase& c = GetParam();
-    std::string text = c.text;
-    rrl_rate_t rate{999, 999};
-    ASSERT_EQ(rrl_rate_parse(text.data(), text.size(), &rate), RRL_OK) << c.text;
-    EXPECT_EQ(rate.count, c.count) << c.text;
-    EXPECT_EQ(rate.period_ms, c.period_ms) << c.text;
+    std::string text = std::string(c.text) + "XYZ";
+    auto rate = rrl::parse_rate({text.data(), text.size() - 3});
+    ASSERT_TRUE(rate.has_value()) << c.text;
+    EXPECT_EQ(rate->count, c.count) << c.text;
+    EXPECT_EQ(rate->period_ms, c.period_ms) << c.text;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -61,13 +62,10 @@ TEST_P(RateRejected, CppApi) {
     EXPECT_FALSE(rrl::parse_rate(GetParam()).has_value()) << GetParam();
 }
 
-TEST_P(RateRejected, CApiLeavesOutputAlone) {
-    std::string text = GetParam();
-    rrl_rate_t rate{42, 43};
-    EXPECT_EQ(rrl_rate_parse(text.data(), text.size(), &rate), RRL_ERROR)
+TEST_P(RateRejected, OnlyTheGivenLengthCounts) {
+    std::string text = std::string(GetParam()) + "10r/s";
+    EXPECT_FALSE(rrl::parse_rate({text.data(), text.size() - 5}).has_value())
         << GetParam();
-    EXPECT_EQ(rate.count, 42u);
-    EXPECT_EQ(rate.period_ms, 43u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -83,14 +81,14 @@ INSTANTIATE_TEST_SUITE_P(
                       "1r/99999999999999999999s",
                       "1r/366d", "1r/365d1ms", "1r/53w"));  // over 365 days
 
-// The C API takes a length: bytes after it are not part of the rate.
-TEST(RateParse, CApiHonoursLength) {
+// A view's length: bytes after it are not part of the rate.
+TEST(RateParse, HonoursLength) {
     const char text[] = "10r/sXYZ";
-    rrl_rate_t rate{};
-    ASSERT_EQ(rrl_rate_parse(text, 5, &rate), RRL_OK);
-    EXPECT_EQ(rate.count, 10u);
-    EXPECT_EQ(rate.period_ms, 1000u);
-    EXPECT_EQ(rrl_rate_parse(text, 6, &rate), RRL_ERROR);
+    auto rate = rrl::parse_rate({text, 5});
+    ASSERT_TRUE(rate.has_value());
+    EXPECT_EQ(rate->count, 10u);
+    EXPECT_EQ(rate->period_ms, 1000u);
+    EXPECT_FALSE(rrl::parse_rate({text, 6}).has_value());
 }
 
 struct TimeCase {
@@ -108,11 +106,11 @@ TEST_P(TimeAccepted, CppApi) {
     EXPECT_EQ(*ms, GetParam().ms) << GetParam().text;
 }
 
-TEST_P(TimeAccepted, CApi) {
-    std::string text = GetParam().text;
-    std::uint64_t ms = 12345;
-    ASSERT_EQ(rrl_time_parse_ms(text.data(), text.size(), &ms), RRL_OK);
-    EXPECT_EQ(ms, GetParam().ms) << GetParam().text;
+TEST_P(TimeAccepted, OnlyTheGivenLengthCounts) {
+    std::string text = std::string(GetParam().text) + "XYZ";
+    auto ms = rrl::parse_time_ms({text.data(), text.size() - 3});
+    ASSERT_TRUE(ms.has_value()) << GetParam().text;
+    EXPECT_EQ(*ms, GetParam().ms) << GetParam().text;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -130,12 +128,10 @@ TEST_P(TimeRejected, CppApi) {
     EXPECT_FALSE(rrl::parse_time_ms(GetParam()).has_value()) << GetParam();
 }
 
-TEST_P(TimeRejected, CApiLeavesOutputAlone) {
-    std::string text = GetParam();
-    std::uint64_t ms = 777;
-    EXPECT_EQ(rrl_time_parse_ms(text.data(), text.size(), &ms), RRL_ERROR)
+TEST_P(TimeRejected, OnlyTheGivenLengthCounts) {
+    std::string text = std::string(GetParam()) + "10s";
+    EXPECT_FALSE(rrl::parse_time_ms({text.data(), text.size() - 3}).has_value())
         << GetParam();
-    EXPECT_EQ(ms, 777u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Times, TimeRejected,

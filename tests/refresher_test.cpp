@@ -1,29 +1,29 @@
-// The refresher (rrl_refresher_*): when CLUSTER SLOTS or a Sentinel
+// The refresher (refresher.hpp): when CLUSTER SLOTS or a Sentinel
 // question is sent again, with the settings the shim uses: Cluster (100 ms,
 // 500 ms after 2 failures, no poll), Sentinel (100 ms, 500 ms after one
 // failure per sentinel, a poll every second), and which target is next.
 // A fake shim records what is sent and how its timer is set.
+#include "refresher.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "rrl_refresher.h"
-
 namespace {
 
 struct Shim {
-    rrl_refresher_t r;
+    rrl::Refresher r;
     std::vector<std::uint64_t> sent;  // generations
     std::vector<std::uint64_t> timers;
-    int send_result = RRL_OK;
+    bool send_result = true;
     std::int64_t now = 1000;
     bool want_while_sending = false;
 
-    static int send(void* data, std::uint64_t generation) {
+    static bool send(void* data, std::uint64_t generation) {
         auto* shim = static_cast<Shim*>(data);
         shim->sent.push_back(generation);
-        if (shim->want_while_sending) rrl_refresher_want(&shim->r, shim->now);
+        if (shim->want_while_sending) shim->r.want(shim->now);
         return shim->send_result;
     }
 
@@ -32,24 +32,24 @@ struct Shim {
     }
 
     explicit Shim(bool sentinel, std::uint64_t sentinels = 3) {
-        rrl_refresher_conf_t conf = {100, 500,  sentinels, 1000, 3000,
-                                     1,   send, timer,     this};
+        rrl::RefresherConf conf = {100,  500,  sentinels, 1000, 3000,
+                                   true, send, timer,     this};
         if (!sentinel) {
             conf.quick = 2;
             conf.poll_ms = 0;
-            conf.rotate = 0;
+            conf.rotate = false;
         }
-        rrl_refresher_init(&r, &conf);
+        r = rrl::Refresher(conf);
     }
 
-    void want() { rrl_refresher_want(&r, now); }
+    void want() { r.want(now); }
     std::uint64_t timer_ms() const {
         return timers.empty() ? 999 : timers.back();
     }
     // the timer fires after ms
     int fire() {
         now += static_cast<std::int64_t>(timer_ms());
-        return rrl_refresher_fired(&r);
+        return r.fired();
     }
 };
 
@@ -69,9 +69,9 @@ TEST(Refresher, OneOutAtATimeAndWantedAgainAfterIt) {
     s.want();
     EXPECT_EQ(s.sent.size(), 1u);
     EXPECT_TRUE(s.r.again);
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 1), 1);
+    EXPECT_TRUE(s.r.answer(1));
     EXPECT_EQ(s.timers.back(), 0u);  // the timeout canceled
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 1);
+    EXPECT_TRUE(s.r.answered());
     EXPECT_FALSE(s.r.again);
     // the question wanted meanwhile waits for the rest of min_ms
     s.now += 20;
@@ -86,8 +86,8 @@ TEST(Refresher, OneOutAtATimeAndWantedAgainAfterIt) {
 TEST(Refresher, AtMostOncePerMinimumInterval) {
     Shim s(false);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 0);
+    ASSERT_TRUE(s.r.answer(1));
+    EXPECT_FALSE(s.r.answered());
     s.now += 99;
     s.want();
     EXPECT_EQ(s.timer_ms(), 1u);
@@ -105,7 +105,7 @@ TEST(Refresher, AtMostOncePerMinimumInterval) {
 TEST(Refresher, ClockGoingBackDoesNotThrottle) {
     Shim s(false);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
+    ASSERT_TRUE(s.r.answer(1));
     s.now -= 100;
     s.want();
     EXPECT_EQ(s.sent.size(), 2u);
@@ -114,10 +114,10 @@ TEST(Refresher, ClockGoingBackDoesNotThrottle) {
 TEST(Refresher, StaleOrUnawaitedAnswersAreIgnored) {
     Shim s(false);
     s.want();
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 2), 0);
+    EXPECT_FALSE(s.r.answer(2));
     EXPECT_TRUE(s.r.asking);
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 1), 1);
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 1), 0);  // not twice
+    EXPECT_TRUE(s.r.answer(1));
+    EXPECT_FALSE(s.r.answer(1));  // not twice
 }
 
 TEST(Refresher, TimeoutGivesUpTheQuestion) {
@@ -125,8 +125,8 @@ TEST(Refresher, TimeoutGivesUpTheQuestion) {
     s.want();
     EXPECT_EQ(s.fire(), 1);
     EXPECT_FALSE(s.r.asking);
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 1), 0);  // late
-    rrl_refresher_failed(&s.r);
+    EXPECT_FALSE(s.r.answer(1));  // late
+    s.r.failed();
     EXPECT_EQ(s.timer_ms(), 100u);
     EXPECT_EQ(s.fire(), 0);  // the delay's end is no timeout
 }
@@ -136,22 +136,22 @@ TEST(Refresher, ClusterRetriesQuicklyTwiceThenSlower) {
     for (std::uint64_t expected : {100u, 100u, 500u, 500u}) {
         s.want();
         ASSERT_EQ(s.fire(), 1);
-        rrl_refresher_failed(&s.r);
+        s.r.failed();
         EXPECT_EQ(s.timer_ms(), expected);
         ASSERT_EQ(s.fire(), 0);
     }
-    EXPECT_EQ(s.r.target, 0u);  // no rotation on failure
+    EXPECT_EQ(s.r.next_target, 0u);  // no rotation on failure
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, s.sent.back()), 1);
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 0);
+    ASSERT_TRUE(s.r.answer(s.sent.back()));
+    EXPECT_FALSE(s.r.answered());
     EXPECT_EQ(s.r.failures, 0u);
-    rrl_refresher_failed(&s.r);
+    s.r.failed();
     EXPECT_EQ(s.timer_ms(), 100u);
 }
 
 TEST(Refresher, AQuestionNotSentIsAFailure) {
     Shim s(false);
-    s.send_result = RRL_ERROR;
+    s.send_result = false;
     s.want();
     EXPECT_EQ(s.sent.size(), 1u);
     EXPECT_FALSE(s.r.asking);
@@ -162,10 +162,10 @@ TEST(Refresher, AQuestionNotSentIsAFailure) {
 TEST(Refresher, AFailureWhileTheTimerIsSetWaitsForIt) {
     Shim s(false);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
+    ASSERT_TRUE(s.r.answer(1));
     s.want();  // the delay
     std::size_t timers = s.timers.size();
-    rrl_refresher_failed(&s.r);
+    s.r.failed();
     EXPECT_EQ(s.timers.size(), timers);
     EXPECT_EQ(s.r.failures, 0u);
 }
@@ -176,7 +176,7 @@ TEST(Refresher, AFailureForgetsTheQuestionWantedMeanwhile) {
     s.want();
     ASSERT_TRUE(s.r.again);
     ASSERT_EQ(s.fire(), 1);
-    rrl_refresher_failed(&s.r);
+    s.r.failed();
     EXPECT_FALSE(s.r.again);
 }
 
@@ -190,28 +190,28 @@ TEST(Refresher, WantedWhileSendingIsAskedAgainAfterIt) {
 
 TEST(Refresher, SentinelRotatesOnFailureAndEachIsRetriedQuickly) {
     Shim s(true, 3);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 3, 0), 0u);
+    EXPECT_EQ(s.r.target(3, false), 0u);
     for (std::uint64_t expected : {100u, 100u, 100u, 500u}) {
         s.want();
         ASSERT_EQ(s.fire(), 1);
-        rrl_refresher_failed(&s.r);
+        s.r.failed();
         EXPECT_EQ(s.timer_ms(), expected);
         ASSERT_EQ(s.fire(), 0);
     }
-    EXPECT_EQ(rrl_refresher_target(&s.r, 3, 0), 1u);  // 4 failures, 3 of them
+    EXPECT_EQ(s.r.target(3, false), 1u);  // 4 failures, 3 of them
     // rotation happens even while the timer is set
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, s.sent.back()), 1);
+    ASSERT_TRUE(s.r.answer(s.sent.back()));
     s.want();
-    rrl_refresher_failed(&s.r);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 3, 0), 2u);
+    s.r.failed();
+    EXPECT_EQ(s.r.target(3, false), 2u);
 }
 
 TEST(Refresher, SentinelPollsAfterEachAnswer) {
     Shim s(true);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 0);
+    ASSERT_TRUE(s.r.answer(1));
+    EXPECT_FALSE(s.r.answered());
     EXPECT_EQ(s.timer_ms(), 1000u);
     EXPECT_TRUE(s.r.polling);
     // the poll is due: no timeout
@@ -224,8 +224,8 @@ TEST(Refresher, SentinelPollsAfterEachAnswer) {
 TEST(Refresher, SentinelAsksAtOnceInsteadOfThePoll) {
     Shim s(true);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
-    ASSERT_EQ(rrl_refresher_answered(&s.r), 0);
+    ASSERT_TRUE(s.r.answer(1));
+    ASSERT_FALSE(s.r.answered());
     // the primary is lost: the poll is replaced by a delay of min_ms
     s.now += 40;
     s.want();
@@ -235,12 +235,12 @@ TEST(Refresher, SentinelAsksAtOnceInsteadOfThePoll) {
     s.want();
     EXPECT_EQ(s.timers.size(), timers);
     s.now += 500;
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 0);
+    ASSERT_FALSE(s.r.answer(1));
     // and after min_ms at once, canceling the poll
     Shim t(true);
     t.want();
-    ASSERT_EQ(rrl_refresher_answer(&t.r, 1), 1);
-    ASSERT_EQ(rrl_refresher_answered(&t.r), 0);
+    ASSERT_TRUE(t.r.answer(1));
+    ASSERT_FALSE(t.r.answered());
     t.now += 400;
     t.want();
     EXPECT_EQ(t.sent.size(), 2u);
@@ -250,35 +250,35 @@ TEST(Refresher, SentinelAsksAtOnceInsteadOfThePoll) {
 TEST(Refresher, NoPollWhenTheTimerIsSetAlready) {
     Shim s(true);
     s.want();
-    ASSERT_EQ(rrl_refresher_answer(&s.r, 1), 1);
+    ASSERT_TRUE(s.r.answer(1));
     s.want();  // a delay, set before the answer is dealt with
     std::size_t timers = s.timers.size();
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 0);
+    EXPECT_FALSE(s.r.answered());
     EXPECT_EQ(s.timers.size(), timers);
     EXPECT_FALSE(s.r.polling);
 }
 
 TEST(Refresher, ClusterTakesSeedsInTurn) {
     Shim s(false);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 2, 1), 0u);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 2, 1), 1u);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 2, 1), 0u);
-    EXPECT_EQ(rrl_refresher_target(&s.r, 0, 1), 0u);  // none: no division
+    EXPECT_EQ(s.r.target(2, true), 0u);
+    EXPECT_EQ(s.r.target(2, true), 1u);
+    EXPECT_EQ(s.r.target(2, true), 0u);
+    EXPECT_EQ(s.r.target(0, true), 0u);  // none: no division
 }
 
 TEST(Refresher, StoppedItAsksNothingMore) {
     Shim s(true);
     s.want();
-    rrl_refresher_stop(&s.r);
+    s.r.stop();
     EXPECT_EQ(s.timers.back(), 0u);
     EXPECT_FALSE(s.r.asking);
-    EXPECT_EQ(rrl_refresher_answer(&s.r, 1), 0);
+    EXPECT_FALSE(s.r.answer(1));
     s.want();
-    rrl_refresher_failed(&s.r);
-    EXPECT_EQ(rrl_refresher_answered(&s.r), 0);
+    s.r.failed();
+    EXPECT_FALSE(s.r.answered());
     EXPECT_EQ(s.sent.size(), 1u);
     EXPECT_EQ(s.timers.size(), 2u);
-    rrl_refresher_stop(&s.r);  // no timer: nothing to cancel
+    s.r.stop();  // no timer: nothing to cancel
     EXPECT_EQ(s.timers.size(), 2u);
 }
 

@@ -1,59 +1,59 @@
-// The replies a connection is owed (rrl_reply_count_*): one top-level reply
+// The replies a connection is owed (rrl::ReplyCount): one top-level reply
 // per command sent, elements free, and the first reply too many caught.
-#include <gtest/gtest.h>
+#include "reply_count.hpp"
 
-#include "rrl_reply_count.h"
+#include <gtest/gtest.h>
 
 namespace {
 
 TEST(ReplyCount, StartsWithNothingOwed) {
-    rrl_reply_count_t rc;
+    rrl::ReplyCount rc;
     rc.sent = 7;
     rc.replies = 9;
-    rc.unsolicited = 1;
-    rrl_reply_count_init(&rc);
+    rc.unsolicited = true;
+    rc.reset();
     EXPECT_EQ(rc.sent, 0u);
     EXPECT_EQ(rc.replies, 0u);
-    EXPECT_EQ(rc.unsolicited, 0);
+    EXPECT_FALSE(rc.unsolicited);
 }
 
 TEST(ReplyCount, AReplyNoCommandAwaitsIsCaught) {
-    rrl_reply_count_t rc;
-    rrl_reply_count_init(&rc);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 0);
-    EXPECT_EQ(rc.unsolicited, 1);
+    rrl::ReplyCount rc;
+    rc.reset();
+    EXPECT_EQ(rc.read(false), false);
+    EXPECT_TRUE(rc.unsolicited);
 }
 
 TEST(ReplyCount, EachCommandIsOwedOneReply) {
-    rrl_reply_count_t rc;
-    rrl_reply_count_init(&rc);
-    rrl_reply_count_sent(&rc);
-    rrl_reply_count_sent(&rc);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 1);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 1);
-    EXPECT_EQ(rc.unsolicited, 0);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 0);
-    EXPECT_EQ(rc.unsolicited, 1);
+    rrl::ReplyCount rc;
+    rc.reset();
+    rc.command();
+    rc.command();
+    EXPECT_EQ(rc.read(false), true);
+    EXPECT_EQ(rc.read(false), true);
+    EXPECT_FALSE(rc.unsolicited);
+    EXPECT_EQ(rc.read(false), false);
+    EXPECT_TRUE(rc.unsolicited);
 }
 
 TEST(ReplyCount, ElementsOfAReplyAreNotCounted) {
-    rrl_reply_count_t rc;
-    rrl_reply_count_init(&rc);
-    rrl_reply_count_sent(&rc);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 1);
-    for (int i = 0; i < 100; i++) EXPECT_EQ(rrl_reply_count_read(&rc, 1), 1);
+    rrl::ReplyCount rc;
+    rc.reset();
+    rc.command();
+    EXPECT_EQ(rc.read(false), true);
+    for (int i = 0; i < 100; i++) EXPECT_EQ(rc.read(true), true);
     EXPECT_EQ(rc.replies, 1u);
-    EXPECT_EQ(rc.unsolicited, 0);
+    EXPECT_FALSE(rc.unsolicited);
 }
 
 TEST(ReplyCount, RepliesMayLagBehindCommands) {
-    rrl_reply_count_t rc;
-    rrl_reply_count_init(&rc);
-    for (int i = 0; i < 3; i++) rrl_reply_count_sent(&rc);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 1);
-    rrl_reply_count_sent(&rc);
-    for (int i = 0; i < 3; i++) EXPECT_EQ(rrl_reply_count_read(&rc, 0), 1);
-    EXPECT_EQ(rrl_reply_count_read(&rc, 0), 0);
+    rrl::ReplyCount rc;
+    rc.reset();
+    for (int i = 0; i < 3; i++) rc.command();
+    EXPECT_EQ(rc.read(false), true);
+    rc.command();
+    for (int i = 0; i < 3; i++) EXPECT_EQ(rc.read(false), true);
+    EXPECT_EQ(rc.read(false), false);
 }
 
 }  // namespace

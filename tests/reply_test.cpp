@@ -1,6 +1,8 @@
 // rrl::decode_reply / rrl_reply_decode: validation of the script's reply,
 // the limit reported in headers, reset time and Retry-After; and the error
 // reply classifier.
+#include "reply.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reply.hpp"
+#include "error_reply.hpp"
 #include "rrl.h"
 
 namespace {
@@ -119,7 +121,7 @@ TEST(ReplyDecode, TimeBeyondTheScriptsDoublesIsRefused) {
 }
 
 TEST(RetryAfterSeconds, NoOverflowAtTheExtremes) {
-    EXPECT_EQ(rrl_retry_after_seconds(INT64_MAX), INT64_MAX / 1000000 + 1);
+    EXPECT_EQ(rrl::retry_after_seconds(INT64_MAX), INT64_MAX / 1000000 + 1);
     EXPECT_EQ(rrl::seconds_up(INT64_MAX), INT64_MAX / 1000000 + 1);
     EXPECT_EQ(rrl::seconds_up(INT64_MAX - INT64_MAX % 1000000),
               INT64_MAX / 1000000);
@@ -263,7 +265,7 @@ void PrintTo(const RetryCase& c, std::ostream* os) { *os << c.us << "us"; }
 class RetryAfter : public ::testing::TestWithParam<RetryCase> {};
 
 TEST_P(RetryAfter, WholeSecondsUpAtLeastOne) {
-    EXPECT_EQ(rrl_retry_after_seconds(GetParam().us), GetParam().seconds)
+    EXPECT_EQ(rrl::retry_after_seconds(GetParam().us), GetParam().seconds)
         << GetParam().us;
     EXPECT_EQ(rrl::retry_after_seconds(GetParam().us), GetParam().seconds);
 }
@@ -294,9 +296,8 @@ TEST(SecondsUp, Values) {
 
 TEST(ReplyErrorKind, NoScript) {
     const std::string noscript = "NOSCRIPT No matching script. Please use EVAL.";
-    EXPECT_EQ(rrl_reply_error_kind(noscript.data(), noscript.size()),
-              RRL_REPLY_NOSCRIPT);
-    EXPECT_EQ(rrl_reply_error_kind("NOSCRIPT", 8), RRL_REPLY_NOSCRIPT);
+    EXPECT_EQ(rrl::error_kind(noscript), RRL_REPLY_NOSCRIPT);
+    EXPECT_EQ(rrl::error_kind("NOSCRIPT"), RRL_REPLY_NOSCRIPT);
     EXPECT_TRUE(rrl::is_noscript(noscript));
 }
 
@@ -307,11 +308,11 @@ TEST(ReplyErrorKind, OtherErrors) {
           std::string("NOSCRIPTS"), std::string("noscript No matching"),
           std::string(" NOSCRIPT No matching"), std::string("NOSCRIP"),
           std::string("BUSY Redis is busy running a script")}) {
-        EXPECT_EQ(rrl_reply_error_kind(e.data(), e.size()), RRL_REPLY_ERROR)
-            << e;
+        EXPECT_EQ(rrl::error_kind(e), RRL_REPLY_ERROR) << e;
     }
     // only the given length counts
-    EXPECT_EQ(rrl_reply_error_kind("NOSCRIPT x", 7), RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view("NOSCRIPT x", 7)),
+              RRL_REPLY_ERROR);
     // READONLY, MOVED and the other cluster errors: cluster_test.cpp
 }
 

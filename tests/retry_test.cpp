@@ -1,25 +1,31 @@
-// What a batch's reply leads to (rrl_retry_*): sent again once after
+// What a batch's reply leads to (retry.hpp): sent again once after
 // NOSCRIPT and once after MOVED or ASK; counted by the breaker as Redis
 // answering or not; whom to ask who serves now.
+#include "retry.hpp"
+
 #include <gtest/gtest.h>
 
-#include "rrl_call.h"
+#include "rrl.h"
 
 namespace {
 
 TEST(Retry, NoscriptLoadsTheScriptOnce) {
-    EXPECT_EQ(rrl_retry_action(RRL_REPLY_NOSCRIPT, 0, 0),
-              RRL_RETRY_LOAD_SCRIPT);
-    EXPECT_EQ(rrl_retry_action(RRL_REPLY_NOSCRIPT, 0, 1),
-              RRL_RETRY_LOAD_SCRIPT);
-    EXPECT_EQ(rrl_retry_action(RRL_REPLY_NOSCRIPT, 1, 0), RRL_RETRY_ANSWER);
+    EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, false, false),
+              rrl::RetryAction::load_script);
+    EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, false, true),
+              rrl::RetryAction::load_script);
+    EXPECT_EQ(rrl::retry_action(RRL_REPLY_NOSCRIPT, true, false),
+              rrl::RetryAction::answer);
 }
 
 TEST(Retry, MovedAndAskRedirectOnce) {
     for (int kind : {RRL_REPLY_MOVED, RRL_REPLY_ASK}) {
-        EXPECT_EQ(rrl_retry_action(kind, 0, 0), RRL_RETRY_REDIRECT);
-        EXPECT_EQ(rrl_retry_action(kind, 1, 0), RRL_RETRY_REDIRECT);
-        EXPECT_EQ(rrl_retry_action(kind, 0, 1), RRL_RETRY_ANSWER);
+        EXPECT_EQ(rrl::retry_action(kind, false, false),
+                  rrl::RetryAction::redirect);
+        EXPECT_EQ(rrl::retry_action(kind, true, false),
+                  rrl::RetryAction::redirect);
+        EXPECT_EQ(rrl::retry_action(kind, false, true),
+                  rrl::RetryAction::answer);
     }
 }
 
@@ -27,29 +33,31 @@ TEST(Retry, OtherRepliesAreAnswered) {
     for (int kind :
          {RRL_REPLY_ERROR, RRL_REPLY_TRYAGAIN, RRL_REPLY_CLUSTERDOWN,
           RRL_REPLY_READONLY, RRL_REPLY_MASTERDOWN, RRL_REPLY_LOADING}) {
-        EXPECT_EQ(rrl_retry_action(kind, 0, 0), RRL_RETRY_ANSWER) << kind;
+        EXPECT_EQ(rrl::retry_action(kind, false, false),
+                  rrl::RetryAction::answer)
+            << kind;
     }
 }
 
 TEST(Retry, TheBreakerCountsRedisAnswering) {
-    EXPECT_EQ(rrl_retry_counts_ok(1, 1, RRL_REPLY_ERROR), 1);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_NOSCRIPT), 1);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_MOVED), 1);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_ASK), 1);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_ERROR), 0);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_LOADING), 0);
-    EXPECT_EQ(rrl_retry_counts_ok(1, 0, RRL_REPLY_READONLY), 0);
-    EXPECT_EQ(rrl_retry_counts_ok(0, 0, RRL_REPLY_ERROR), 0);  // lost
+    EXPECT_TRUE(rrl::retry_counts_ok(true, true, RRL_REPLY_ERROR));
+    EXPECT_TRUE(rrl::retry_counts_ok(true, false, RRL_REPLY_NOSCRIPT));
+    EXPECT_TRUE(rrl::retry_counts_ok(true, false, RRL_REPLY_MOVED));
+    EXPECT_TRUE(rrl::retry_counts_ok(true, false, RRL_REPLY_ASK));
+    EXPECT_FALSE(rrl::retry_counts_ok(true, false, RRL_REPLY_ERROR));
+    EXPECT_FALSE(rrl::retry_counts_ok(true, false, RRL_REPLY_LOADING));
+    EXPECT_FALSE(rrl::retry_counts_ok(true, false, RRL_REPLY_READONLY));
+    EXPECT_FALSE(rrl::retry_counts_ok(false, false, RRL_REPLY_ERROR));  // lost
 }
 
 TEST(Retry, WhomToAsk) {
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_READONLY), RRL_RETRY_ASK_SENTINEL);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_MASTERDOWN), RRL_RETRY_ASK_SENTINEL);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_CLUSTERDOWN), RRL_RETRY_ASK_CLUSTER);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_MOVED), RRL_RETRY_ASK_CLUSTER);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_ASK), RRL_RETRY_ASK_CLUSTER);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_NOSCRIPT), RRL_RETRY_ASK_NOBODY);
-    EXPECT_EQ(rrl_retry_ask(RRL_REPLY_ERROR), RRL_RETRY_ASK_NOBODY);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_READONLY), rrl::RetryAsk::sentinel);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_MASTERDOWN), rrl::RetryAsk::sentinel);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_CLUSTERDOWN), rrl::RetryAsk::cluster);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_MOVED), rrl::RetryAsk::cluster);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_ASK), rrl::RetryAsk::cluster);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_NOSCRIPT), rrl::RetryAsk::nobody);
+    EXPECT_EQ(rrl::retry_ask(RRL_REPLY_ERROR), rrl::RetryAsk::nobody);
 }
 
 }  // namespace

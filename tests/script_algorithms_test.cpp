@@ -2,7 +2,7 @@
 // Lua script against a real redis-server, with injected time; properties
 // every algorithm shares (a rejection changes nothing, cost above capacity,
 // expiry, exact retry/remaining, several limits in one call); and the
-// core's algorithm table (rrl_burst, rrl_capacity).
+// core's algorithm table (effective_burst(), capacity()).
 //
 // Reply: passed, now_us, then per limit
 //        passed, remaining, reset_after_us, retry_after_us
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -42,8 +43,8 @@ std::string key_for(int algorithm) {
 }
 
 std::string alg_name(int algorithm) {
-    const char* name = rrl_algorithm_name(algorithm);
-    return name == nullptr ? "?" : name;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? "?" : std::string(a->name);
 }
 
 // One call of a sequence: at kT (or a given base) + at_us, with this cost.
@@ -110,7 +111,7 @@ protected:
 };
 
 // ==========================================================================
-// core: rrl_burst, rrl_capacity
+// core: effective_burst(), capacity()
 // ==========================================================================
 
 TEST(AlgorithmConfig, EffectiveBurst) {
@@ -136,13 +137,19 @@ TEST(AlgorithmConfig, EffectiveBurst) {
         {RRL_TOKEN_BUCKET, 10, 0, 0},
         {RRL_LEAKY_BUCKET, 10, 2, 2},
         {RRL_LEAKY_BUCKET, 10, 0, 0},
-        // unknown algorithms
+        // unknown algorithms: none to ask
         {-1, 10, unset, 0},
         {RRL_ALGORITHM_COUNT, 10, 5, 0},
     };
     for (const Row& r : rows) {
-        EXPECT_EQ(rrl_burst(r.algorithm, r.limit, r.burst), r.expected)
-            << alg_name(r.algorithm) << " N=" << r.limit << " burst=" << r.burst;
+        const rrl::Algorithm* a = rrl::algorithm(r.algorithm);
+        if (r.algorithm < 0 || r.algorithm >= RRL_ALGORITHM_COUNT) {
+            EXPECT_EQ(a, nullptr) << r.algorithm;
+            continue;
+        }
+        EXPECT_EQ(rrl::effective_burst(*a, r.limit, r.burst), r.expected)
+            << alg_name(r.algorithm) << " N=" << r.limit
+            << " burst=" << r.burst;
     }
 }
 
@@ -162,10 +169,16 @@ TEST(AlgorithmConfig, Capacity) {
         {-1, 10, 3, 0},                  {RRL_ALGORITHM_COUNT, 10, 3, 0},
     };
     for (const Row& r : rows) {
-        EXPECT_EQ(rrl_capacity(r.algorithm, r.limit, r.burst), r.expected)
-            << alg_name(r.algorithm) << " N=" << r.limit << " burst=" << r.burst;
+        const rrl::Algorithm* a = rrl::algorithm(r.algorithm);
+        if (r.algorithm < 0 || r.algorithm >= RRL_ALGORITHM_COUNT) {
+            EXPECT_EQ(a, nullptr) << r.algorithm;  // none to ask
+            continue;
+        }
+        EXPECT_EQ(rrl::capacity(*a, r.limit, r.burst), r.expected)
+            << alg_name(r.algorithm) << " N=" << r.limit
+            << " burst=" << r.burst;
     }
-    // with "burst=" not given, through rrl_burst() as the module does
+    // with "burst=" not given, through effective_burst() as the module does
     const std::uint64_t defaults[RRL_ALGORITHM_COUNT] = {
         7,  // fixed_window: N
         7,  // sliding_log: N
@@ -174,7 +187,9 @@ TEST(AlgorithmConfig, Capacity) {
         1,  // leaky_bucket: one request at a time
     };
     for (int a = 0; a < RRL_ALGORITHM_COUNT; a++) {
-        EXPECT_EQ(rrl_capacity(a, 7, rrl_burst(a, 7, RRL_BURST_UNSET)),
+        const rrl::Algorithm& alg = *rrl::algorithm(a);
+        EXPECT_EQ(rrl::capacity(alg, 7,
+                                rrl::effective_burst(alg, 7, RRL_BURST_UNSET)),
                   defaults[a])
             << alg_name(a);
     }
@@ -182,14 +197,16 @@ TEST(AlgorithmConfig, Capacity) {
 
 TEST(AlgorithmConfig, MaxCapacity) {
     // sliding_log: a member per unit, a call adds up to the capacity
-    EXPECT_EQ(rrl_max_capacity(RRL_SLIDING_LOG), 10000u);
+    EXPECT_EQ(rrl::max_capacity(*rrl::algorithm(RRL_SLIDING_LOG)), 10000u);
     EXPECT_EQ(RRL_SLIDING_LOG_MAX_CAPACITY, 10000);
     for (int a : {RRL_FIXED_WINDOW, RRL_SLIDING_WINDOW, RRL_TOKEN_BUCKET,
                   RRL_LEAKY_BUCKET}) {
-        EXPECT_EQ(rrl_max_capacity(a), UINT64_MAX) << alg_name(a);
+        EXPECT_EQ(rrl::max_capacity(*rrl::algorithm(a)), UINT64_MAX)
+            << alg_name(a);
     }
-    EXPECT_EQ(rrl_max_capacity(-1), 0u);
-    EXPECT_EQ(rrl_max_capacity(RRL_ALGORITHM_COUNT), 0u);
+    // no such algorithm: nothing to ask
+    EXPECT_EQ(rrl::algorithm(-1), nullptr);
+    EXPECT_EQ(rrl::algorithm(RRL_ALGORITHM_COUNT), nullptr);
 }
 
 TEST(AlgorithmConfig, StateLifetime) {
@@ -213,8 +230,8 @@ TEST(AlgorithmConfig, StateLifetime) {
         {RRL_TOKEN_BUCKET, 1, 365 * day, 1000000000, UINT64_MAX},
     };
     for (const Row& r : rows) {
-        std::uint64_t got = rrl_state_lifetime_ms(r.algorithm, r.limit,
-                                                  r.period_ms, r.burst);
+        std::uint64_t got = rrl::state_lifetime_ms(
+            *rrl::algorithm(r.algorithm), r.limit, r.period_ms, r.burst);
         if (r.expected == UINT64_MAX) {
             EXPECT_GT(got, RRL_MAX_STATE_MS) << alg_name(r.algorithm);
         } else {
@@ -222,8 +239,10 @@ TEST(AlgorithmConfig, StateLifetime) {
                                        << r.limit << " burst=" << r.burst;
         }
     }
-    EXPECT_EQ(rrl_state_lifetime_ms(-1, 1, 1000, 0), UINT64_MAX);
-    EXPECT_EQ(rrl_state_lifetime_ms(RRL_TOKEN_BUCKET, 0, 1000, 1), UINT64_MAX);
+    EXPECT_EQ(rrl::algorithm(-1), nullptr);  // no such algorithm
+    EXPECT_EQ(
+        rrl::state_lifetime_ms(*rrl::algorithm(RRL_TOKEN_BUCKET), 0, 1000, 1),
+        UINT64_MAX);
 }
 
 // ==========================================================================
@@ -610,7 +629,7 @@ TEST_F(ScriptAlgorithmsTest, LeakyBucketTtlIsTheTat) {
 // "gcra" names leaky_bucket in nginx.conf only: the module sends the
 // canonical name, and the script knows no other.
 TEST_F(ScriptAlgorithmsTest, GcraIsAConfigAliasNotAScriptName) {
-    const int id = rrl_algorithm_parse("gcra", 4);
+    const int id = rrl::find_algorithm("gcra")->id;
     ASSERT_EQ(id, RRL_LEAKY_BUCKET);
     Reply r = evalsha({kLb}, {str(kT), "gcra", "5", "1000", "0", "1"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);

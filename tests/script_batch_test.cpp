@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -115,7 +116,7 @@ TEST_F(BatchTest, DecidesAsOneCallPerRequestInOrder) {
             for (int i = 0; i < nlimits; i++) {
                 const int alg = kAlgorithms[rng() % 5];
                 const std::string key =
-                    std::string(rrl_algorithm_name(alg)) + ":" +
+                    std::string(rrl::algorithm(alg)->name.data()) + ":" +
                     std::to_string(rng() % 3);
                 const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 3);
                 b.push_back(make_limit(alg, "b:" + key, 5, 1000,

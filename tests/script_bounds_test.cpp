@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "call_limit.hpp"
 #include "rrl.h"
 #include "rrl_call_args.h"
@@ -32,8 +33,8 @@ const int kAlgorithms[] = {RRL_FIXED_WINDOW, RRL_SLIDING_WINDOW,
                            RRL_SLIDING_LOG, RRL_TOKEN_BUCKET, RRL_LEAKY_BUCKET};
 
 std::string alg_name(int algorithm) {
-    const char* name = rrl_algorithm_name(algorithm);
-    return name == nullptr ? "?" : name;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? "?" : std::string(a->name);
 }
 
 // A zone's numbers: its limit, period and burst (burst=, RRL_BURST_UNSET:
@@ -141,8 +142,8 @@ class BoundsTest : public ScriptFixture {
 
     // The limit's capacity as the module reckons it.
     static std::int64_t capacity(const Both& l) {
-        return static_cast<std::int64_t>(
-            rrl_capacity(l.c.algorithm, l.c.limit, l.c.burst));
+        return static_cast<std::int64_t>(rrl::capacity(
+            *rrl::algorithm(l.c.algorithm), l.c.limit, l.c.burst));
     }
 };
 

@@ -1,4 +1,4 @@
-// Shared fixture of the script tests: the real Lua script (rrl_script())
+// Shared fixture of the script tests: the real Lua script (rrl::script())
 // run by EVALSHA against a throwaway redis-server, with the time injected
 // through ARGV[1] (microseconds).
 //
@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "redis_server.hpp"
 #include "rrl.h"
+#include "script.hpp"
 
 namespace rrl_test {
 
@@ -30,7 +32,7 @@ struct Limit {
     std::string algorithm;
     std::int64_t limit;
     std::int64_t period_ms;
-    std::int64_t burst;  // as the script takes it: rrl_burst()'s
+    std::int64_t burst;  // as the script takes it: effective_burst()'s
     std::int64_t cost;
 };
 
@@ -54,27 +56,28 @@ inline std::string str(std::int64_t v) {
 }
 
 // A limit as the module builds it: the algorithm's name and the effective
-// burst from rrl_burst() (burst = RRL_BURST_UNSET: "burst=" not given).
+// burst from effective_burst() (burst = RRL_BURST_UNSET: "burst=" not given).
 inline Limit make_limit(int algorithm, const std::string& key,
                         std::int64_t limit, std::int64_t period_ms,
                         std::uint64_t burst = RRL_BURST_UNSET,
                         std::int64_t cost = 1) {
-    const char* name = rrl_algorithm_name(algorithm);
-    EXPECT_NE(name, nullptr) << algorithm;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    EXPECT_NE(a, nullptr) << algorithm;
+    if (a == nullptr) return {key, "", limit, period_ms, 0, cost};
     return {key,
-            name == nullptr ? "" : name,
+            std::string(a->name),
             limit,
             period_ms,
-            static_cast<std::int64_t>(
-                rrl_burst(algorithm, static_cast<std::uint64_t>(limit), burst)),
+            static_cast<std::int64_t>(rrl::effective_burst(
+                *a, static_cast<std::uint64_t>(limit), burst)),
             cost};
 }
 
-// rrl_capacity() of a limit built by make_limit().
+// capacity() of a limit built by make_limit().
 inline std::int64_t capacity_of(int algorithm, const Limit& l) {
-    return static_cast<std::int64_t>(
-        rrl_capacity(algorithm, static_cast<std::uint64_t>(l.limit),
-                     static_cast<std::uint64_t>(l.burst)));
+    return static_cast<std::int64_t>(rrl::capacity(
+        *rrl::algorithm(algorithm), static_cast<std::uint64_t>(l.limit),
+        static_cast<std::uint64_t>(l.burst)));
 }
 
 inline Limit fw(const std::string& key, std::int64_t limit,
@@ -132,8 +135,9 @@ class ScriptFixture : public ::testing::Test {
         server_ = new RedisServer();
         if (!server_->ok()) return;
         RedisClient client(server_->socket_path());
-        size_t len = 0;
-        const char* script = rrl_script(&len);
+        std::string_view script_text = rrl::script();
+        const char* script = script_text.data();
+        size_t len = script_text.size();
         loaded_sha_ =
             client.status_or_string({"SCRIPT", "LOAD", {script, len}});
         // the same script, then PERSIST of its keys, in one script: Redis

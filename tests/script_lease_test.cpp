@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -72,8 +73,8 @@ struct Call {
 };
 
 std::string alg_name(int algorithm) {
-    const char* name = rrl_algorithm_name(algorithm);
-    return name == nullptr ? "?" : name;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? "?" : std::string(a->name);
 }
 
 // 10 per 1 s with a capacity of 10 for each algorithm that leases.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "rrl_call_args.h"
 #include "script_fixture.hpp"
@@ -115,7 +116,7 @@ TEST_F(OverridesTest, RateDecidesAsAZoneOfThatRate) {
     for (const Case& c : cases) {
         SCOPED_TRACE(c.value);
         std::string name = "k" + std::to_string(n++);
-        std::string tag = rrl_algorithm_name(c.algorithm);
+        std::string tag = rrl::algorithm(c.algorithm)->name.data();
         set(limit_key(name), c.value);
         Limit zone = with_overrides(
             make_limit(c.algorithm, state_key(name, tag), 100, 60000));

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -22,8 +23,8 @@ namespace {
 using namespace rrl_test;
 
 std::string alg_name(int algorithm) {
-    const char* name = rrl_algorithm_name(algorithm);
-    return name == nullptr ? "?" : name;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? "?" : std::string(a->name);
 }
 
 // n per period_ms with a capacity of n for every algorithm (leaky_bucket:

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "rrl.h"
 #include "rrl_call_args.h"
 #include "script_fixture.hpp"
@@ -24,8 +25,8 @@ using namespace rrl_test;
 using Values = std::vector<std::int64_t>;
 
 std::string alg_name(int algorithm) {
-    const char* name = rrl_algorithm_name(algorithm);
-    return name == nullptr ? "?" : name;
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? "?" : std::string(a->name);
 }
 
 const int kAlgorithms[] = {RRL_FIXED_WINDOW, RRL_SLIDING_WINDOW,

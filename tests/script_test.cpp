@@ -1,4 +1,4 @@
-// The real Lua script (rrl_script()) run by EVALSHA against a real
+// The real Lua script (rrl::script()) run by EVALSHA against a real
 // redis-server, with the time injected through ARGV[1] (microseconds):
 // loading, fixed_window, sliding_log, several limits, bad arguments. The
 // newer algorithms are in script_algorithms_test.cpp; the fixture is in
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_reply.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 
@@ -25,8 +26,9 @@ const std::string kSl = "rrl:{test:client}:sl";
 // --- loading --------------------------------------------------------------
 
 TEST_F(ScriptTest, ScriptLoadReturnsTheEmbeddedSha1) {
-    size_t len = 0;
-    const char* script = rrl_script(&len);
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
     EXPECT_EQ(redis_->status_or_string({"SCRIPT", "LOAD", {script, len}}),
               rrl_script_sha1());
     Reply exists = redis_->command({"SCRIPT", "EXISTS", rrl_script_sha1()});
@@ -39,10 +41,13 @@ TEST_F(ScriptTest, EvalshaAfterScriptFlushIsNoscript) {
     ASSERT_EQ(redis_->status_or_string({"SCRIPT", "FLUSH"}), "OK");
     Reply r = evalsha({kFw}, {str(kT), "fixed_window", "5", "1000", "0", "1"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
-    EXPECT_EQ(rrl_reply_error_kind(r->str, r->len), RRL_REPLY_NOSCRIPT) << r->str;
+    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)),
+              RRL_REPLY_NOSCRIPT)
+        << r->str;
     // and it works again once loaded
-    size_t len = 0;
-    const char* script = rrl_script(&len);
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
     ASSERT_EQ(redis_->status_or_string({"SCRIPT", "LOAD", {script, len}}),
               rrl_script_sha1());
     Result ok = run(kT, {fw(kFw, 5, 1000)});
@@ -387,7 +392,8 @@ TEST_F(ScriptTest, ArgvCountMismatchIsAnError) {
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
     EXPECT_NE(std::string(r->str, r->len).find("redis_ratelimit: bad arguments"),
               std::string::npos) << r->str;
-    EXPECT_EQ(rrl_reply_error_kind(r->str, r->len), RRL_REPLY_ERROR);
+    EXPECT_EQ(rrl::error_kind(std::string_view(r->str, r->len)),
+              RRL_REPLY_ERROR);
 
     r = evalsha({kFw}, {str(kT), "fixed_window", "5", "1000", "0", "1", "x"});
     ASSERT_EQ(r->type, REDIS_REPLY_ERROR);

@@ -1,5 +1,7 @@
 // rrl::sha1 / rrl::sha1_hex: FIPS 180 vectors, every padding boundary, and
 // the digest of the embedded script that EVALSHA relies on.
+#include "sha1.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -7,7 +9,7 @@
 #include <string>
 
 #include "rrl.h"
-#include "sha1.hpp"
+#include "script.hpp"
 #include "sha1_reference.hpp"
 
 namespace {
@@ -82,8 +84,9 @@ TEST(Sha1, BinaryBytes) {
 }
 
 TEST(ScriptSha1, IsSha1OfTheScript) {
-    size_t len = 0;
-    const char* script = rrl_script(&len);
+    std::string_view script_text = rrl::script();
+    const char* script = script_text.data();
+    size_t len = script_text.size();
     ASSERT_NE(script, nullptr);
     ASSERT_GT(len, 0u);
     const char* sha = rrl_script_sha1();
@@ -96,8 +99,9 @@ TEST(ScriptSha1, IsSha1OfTheScript) {
 }
 
 TEST(ScriptSha1, ScriptHoldsEveryPartAndNoNul) {
-    size_t len = 0;
-    const char* text = rrl_script(&len);
+    std::string_view text_text = rrl::script();
+    const char* text = text_text.data();
+    size_t len = text_text.size();
     ASSERT_GT(len, 0u);
     std::string script(text, len);
     EXPECT_EQ(script.find('\0'), std::string::npos);

@@ -1,13 +1,13 @@
-// Topology answers (rrl_cluster_slots_answer, rrl_sentinel_answer): why a
-// reply to CLUSTER SLOTS or to a sentinel is of no use, as the shim logs
+// Topology answers (topology_answer.hpp): why a
+// reply to CLUSTER SLOTS or to a sentinel is of no use, as the engine logs
 // it, and the replies that are answers, passed on to the parsers.
+#include "topology_answer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "rrl_topology_answer.h"
 
 namespace {
 
@@ -35,27 +35,31 @@ rrl_value_t array(const std::vector<rrl_value_t>& elements) {
 }
 
 struct Slots {
-    rrl_slot_range_t ranges[4];
+    std::vector<rrl::SlotRange> ranges;
     size_t n = 99;
-    char why[RRL_ANSWER_WHY_MAX];
+    std::string why;
 
     int answer(const rrl_value_t* reply) {
-        std::memset(why, 'x', sizeof(why));
-        return rrl_cluster_slots_answer(reply, ranges, 4, &n, why);
+        why.assign(16, 'x');
+        auto parsed = rrl::cluster_slots_answer(reply, 4, &why);
+        if (!parsed) return RRL_ERROR;
+        ranges = *parsed;
+        n = ranges.size();
+        return RRL_OK;
     }
 };
 
 TEST(ClusterSlotsAnswer, NoReply) {
     Slots s;
     EXPECT_EQ(s.answer(nullptr), RRL_ERROR);
-    EXPECT_STREQ(s.why, "failed: no reply");
+    EXPECT_EQ(s.why, "failed: no reply");
 }
 
 TEST(ClusterSlotsAnswer, AnErrorReplyEscaped) {
     Slots s;
     rrl_value_t error = str("ERR forged\nline", RRL_VALUE_ERROR);
     EXPECT_EQ(s.answer(&error), RRL_ERROR);
-    EXPECT_STREQ(s.why, "failed: ERR forged\\x0aline");
+    EXPECT_EQ(s.why, "failed: ERR forged\\x0aline");
 }
 
 TEST(ClusterSlotsAnswer, ALongErrorIsCut) {
@@ -72,7 +76,7 @@ TEST(ClusterSlotsAnswer, NotAnArray) {
     Slots s;
     rrl_value_t status = str("OK", RRL_VALUE_STATUS);
     EXPECT_EQ(s.answer(&status), RRL_ERROR);
-    EXPECT_STREQ(s.why, "failed: not an array");
+    EXPECT_EQ(s.why, "failed: not an array");
 }
 
 TEST(ClusterSlotsAnswer, AnArrayIsParsed) {
@@ -83,11 +87,11 @@ TEST(ClusterSlotsAnswer, AnArrayIsParsed) {
     std::vector<rrl_value_t> ranges = {array(range)};
     rrl_value_t reply = array(ranges);
     ASSERT_EQ(s.answer(&reply), RRL_OK);
-    EXPECT_STREQ(s.why, "");
+    EXPECT_EQ(s.why, "");
     ASSERT_EQ(s.n, 1u);
     EXPECT_EQ(s.ranges[0].end, 16383u);
-    EXPECT_STREQ(s.ranges[0].host, "127.0.0.1");
-    EXPECT_EQ(s.ranges[0].port, 7000u);
+    EXPECT_EQ(s.ranges[0].primary.host, "127.0.0.1");
+    EXPECT_EQ(s.ranges[0].primary.port, 7000u);
 }
 
 TEST(ClusterSlotsAnswer, MalformedIsLoggedByTheCore) {
@@ -96,27 +100,31 @@ TEST(ClusterSlotsAnswer, MalformedIsLoggedByTheCore) {
     std::vector<rrl_value_t> ranges = {array(range)};
     rrl_value_t reply = array(ranges);
     EXPECT_EQ(s.answer(&reply), RRL_ERROR);
-    EXPECT_STREQ(s.why, "");
+    EXPECT_EQ(s.why, "");
 }
 
 struct Sentinel {
-    char host[RRL_HOST_MAX];
+    std::string host;
     unsigned port = 0;
-    char why[RRL_ANSWER_WHY_MAX];
+    std::string why;
 
     int answer(const rrl_value_t* reply) {
-        std::memset(why, 'x', sizeof(why));
-        return rrl_sentinel_answer(reply, "mymaster", 8, host, &port, why);
+        why.assign(16, 'x');
+        auto primary = rrl::sentinel_answer(reply, "mymaster", &why);
+        if (!primary) return RRL_ERROR;
+        host = primary->host;
+        port = primary->port;
+        return RRL_OK;
     }
 };
 
 TEST(SentinelAnswer, NoReplyOrAnError) {
     Sentinel s;
     EXPECT_EQ(s.answer(nullptr), RRL_ERROR);
-    EXPECT_STREQ(s.why, "failed: no reply");
+    EXPECT_EQ(s.why, "failed: no reply");
     rrl_value_t error = str("NOAUTH Authentication required.", RRL_VALUE_ERROR);
     EXPECT_EQ(s.answer(&error), RRL_ERROR);
-    EXPECT_STREQ(s.why, "failed: NOAUTH Authentication required.");
+    EXPECT_EQ(s.why, "failed: NOAUTH Authentication required.");
 }
 
 TEST(SentinelAnswer, AnUnknownName) {
@@ -124,7 +132,7 @@ TEST(SentinelAnswer, AnUnknownName) {
     rrl_value_t nil{};
     nil.type = RRL_VALUE_NIL;
     EXPECT_EQ(s.answer(&nil), RRL_ERROR);
-    EXPECT_STREQ(s.why, "does not know \"mymaster\"");
+    EXPECT_EQ(s.why, "does not know \"mymaster\"");
 }
 
 TEST(SentinelAnswer, ThePrimary) {
@@ -132,8 +140,8 @@ TEST(SentinelAnswer, ThePrimary) {
     std::vector<rrl_value_t> addr = {str("10.0.0.2"), str("6380")};
     rrl_value_t reply = array(addr);
     ASSERT_EQ(s.answer(&reply), RRL_OK);
-    EXPECT_STREQ(s.why, "");
-    EXPECT_STREQ(s.host, "10.0.0.2");
+    EXPECT_EQ(s.why, "");
+    EXPECT_EQ(s.host, "10.0.0.2");
     EXPECT_EQ(s.port, 6380u);
 }
 
@@ -141,7 +149,7 @@ TEST(SentinelAnswer, MalformedIsLoggedByTheCore) {
     Sentinel s;
     rrl_value_t status = str("OK", RRL_VALUE_STATUS);  // not an array: parsed
     EXPECT_EQ(s.answer(&status), RRL_ERROR);
-    EXPECT_STREQ(s.why, "");
+    EXPECT_EQ(s.why, "");
 }
 
 }  // namespace

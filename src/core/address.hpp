@@ -1,7 +1,7 @@
 // A server's address as Redis' replies give it (MOVED and ASK errors,
 // CLUSTER SLOTS, SENTINEL get-master-addr-by-name). It comes from the
-// network and becomes a C string the shim resolves and logs, so it is
-// checked here first.
+// network and becomes the address the engine connects to and logs, so it
+// is checked here first.
 #pragma once
 
 #include <optional>

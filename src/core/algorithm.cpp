@@ -68,6 +68,8 @@ std::uint64_t max_capacity(const Algorithm& a) {
 
 std::uint64_t state_lifetime_ms(const Algorithm& a, std::uint64_t limit,
                                 std::uint64_t period_ms, std::uint64_t burst) {
+    // no limit: a bucket never drains (its zone is refused)
+    if (limit == 0) return UINT64_MAX;
     // in floating point: (burst + 1) * period overflows 64 bits at extremes
     double period = static_cast<double>(period_ms);
     double lifetime = period;

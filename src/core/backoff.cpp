@@ -2,14 +2,11 @@
 
 #include <algorithm>
 
-#include "rrl_backoff.h"
-
 namespace rrl {
 
 std::uint64_t backoff_next(std::uint64_t* backoff_ms, std::uint64_t random) {
     std::uint64_t b = *backoff_ms;
-    b = b == 0 ? RRL_BACKOFF_MIN_MS
-               : std::min<std::uint64_t>(b * 2, RRL_BACKOFF_MAX_MS);
+    b = b == 0 ? kBackoffMinMs : std::min<std::uint64_t>(b * 2, kBackoffMaxMs);
     *backoff_ms = b;
     return b * 3 / 4 + random % (b / 2 + 1);
 }

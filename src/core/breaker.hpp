@@ -1,5 +1,5 @@
-// The circuit breaker of one Redis node, as a state machine over a plain
-// struct (rrl_breaker_t, kept by the shim in the node): time is passed in.
+// The circuit breaker of one Redis node, as a state machine: time is
+// passed in (ms of the caller's clock).
 //
 //   closed --max_failures failures in a row--> open (until now + cooldown)
 //   open --allow() at or after the end--> half open: that call is the probe
@@ -15,26 +15,34 @@
 
 #include <cstdint>
 
-#include "rrl.h"
-
 namespace rrl {
+
+enum class BreakerState { closed, open, half_open };
 
 enum class BreakerVerdict { call, probe, refuse };
 
 // What a transition changed, for the caller to log once.
 enum class BreakerChange { none, opened, closed };
 
-void breaker_init(rrl_breaker_t* b, std::uint64_t max_failures,
-                  std::int64_t cooldown_ms);
+class Breaker {
+   public:
+    // max_failures 0 counts as 1
+    explicit Breaker(std::uint64_t max_failures = 1,
+                     std::int64_t cooldown_ms = 0);
 
-BreakerVerdict breaker_allow(rrl_breaker_t* b, std::int64_t now_ms);
+    BreakerVerdict allow(std::int64_t now_ms);
+    BreakerChange success();
+    BreakerChange failure(std::int64_t now_ms);
+    // A probe allow() granted was not sent (its request went away, nothing
+    // to send it with): the next call probes. Nothing if no probe is out.
+    void abandon();
 
-BreakerChange breaker_success(rrl_breaker_t* b);
-
-BreakerChange breaker_failure(rrl_breaker_t* b, std::int64_t now_ms);
-
-// A probe allow() granted was not sent (its request went away, nothing to
-// send it with): the next call probes. Nothing if no probe is out.
-void breaker_abandon(rrl_breaker_t* b);
+    BreakerState state = BreakerState::closed;
+    bool probing = false;        // half open: the probe is out
+    std::uint64_t failures = 0;  // in a row
+    std::int64_t open_until_ms = 0;
+    std::uint64_t max_failures;
+    std::int64_t cooldown_ms;
+};
 
 }  // namespace rrl

@@ -1,5 +1,7 @@
 // The extern "C" face of the core: argument checks, and no exception ever
 // crosses into nginx.
+#include "capi.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -7,103 +9,25 @@
 #include <vector>
 
 #include "algorithm.hpp"
-#include "breaker.hpp"
-#include "capi.hpp"
 #include "cost.hpp"
 #include "deny.hpp"
-#include "error_reply.hpp"
 #include "fields.hpp"
 #include "key.hpp"
-#include "local.hpp"
 #include "log.hpp"
 #include "metrics.hpp"
 #include "problem.hpp"
-#include "rate.hpp"
 #include "reply.hpp"
 #include "rrl.h"
-#include "slot.hpp"
-#include "topology.hpp"
 
 using rrl::LogLevel;
 using rrl::capi::guarded;
 using rrl::capi::put;
 
-namespace {
-
-int change_code(rrl::BreakerChange c) noexcept {
-    switch (c) {
-        case rrl::BreakerChange::opened:
-            return RRL_BREAKER_OPENED;
-        case rrl::BreakerChange::closed:
-            return RRL_BREAKER_CLOSED_AGAIN;
-        default:
-            return RRL_BREAKER_NO_CHANGE;
-    }
-}
-
-// The host has been checked to be shorter than RRL_HOST_MAX.
-void copy_host(const std::string& host, char* out) noexcept {
-    std::memcpy(out, host.c_str(), host.size() + 1);
-}
-
-}  // namespace
-
 extern "C" {
-
-int rrl_algorithm_parse(const char* name, size_t len) noexcept {
-    const rrl::Algorithm* a = rrl::find_algorithm({name, len});
-    return a == nullptr ? RRL_ERROR : a->id;
-}
-
-const char* rrl_algorithm_name(int algorithm) noexcept {
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    return a == nullptr ? nullptr : a->name.data();
-}
-
-uint64_t rrl_burst(int algorithm, uint64_t limit, uint64_t burst) noexcept {
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    return a == nullptr ? 0 : rrl::effective_burst(*a, limit, burst);
-}
-
-uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst) noexcept {
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    return a == nullptr ? 0 : rrl::capacity(*a, limit, burst);
-}
-
-uint64_t rrl_max_capacity(int algorithm) noexcept {
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    return a == nullptr ? 0 : rrl::max_capacity(*a);
-}
-
-uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
-                               uint64_t period_ms, uint64_t burst) noexcept {
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    if (a == nullptr || limit == 0) return UINT64_MAX;
-    return rrl::state_lifetime_ms(*a, limit, period_ms, burst);
-}
 
 uint64_t rrl_cost_parse(const unsigned char* text, size_t len) noexcept {
     static_assert(RRL_MAX_COST == rrl::max_cost && RRL_OVER_COST == rrl::over_cost);
     return rrl::request_cost({reinterpret_cast<const char*>(text), len});
-}
-
-int rrl_rate_parse(const char* text, size_t len, rrl_rate_t* rate) noexcept {
-    auto parsed = rrl::parse_rate({text, len});
-    if (!parsed) return RRL_ERROR;
-    rate->count = parsed->count;
-    rate->period_ms = parsed->period_ms;
-    return RRL_OK;
-}
-
-int rrl_time_parse_ms(const char* text, size_t len, uint64_t* ms) noexcept {
-    auto parsed = rrl::parse_time_ms({text, len});
-    if (!parsed) return RRL_ERROR;
-    *ms = *parsed;
-    return RRL_OK;
-}
-
-int rrl_zone_name_valid(const char* name, size_t len) noexcept {
-    return rrl::zone_name_valid({name, len}) ? 1 : 0;
 }
 
 size_t rrl_key_max_len(size_t zone_len) noexcept {
@@ -118,17 +42,6 @@ size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
         if (a == nullptr) return size_t{0};
         return rrl::write_key(buf, {zone, zone_len}, *a,
                               {reinterpret_cast<const char*>(key), key_len});
-    });
-}
-
-size_t rrl_printable(char* buf, size_t size, const unsigned char* s,
-                     size_t len) noexcept {
-    if (size < 4) return 0;
-    return guarded("rrl_printable", size_t{0}, [&] {
-        std::string p = rrl::printable(
-            {reinterpret_cast<const char*>(s), len}, size);
-        std::memcpy(buf, p.data(), p.size());
-        return p.size();
     });
 }
 
@@ -154,127 +67,11 @@ void rrl_decision_of(const rrl_limit_result_t* results, size_t n,
     *decision = rrl::decide_results(results, n, now_us);
 }
 
-int rrl_reply_error_kind(const char* text, size_t len) noexcept {
-    return rrl::error_kind({text, len});
-}
-
-unsigned rrl_key_slot(const char* key, size_t len) noexcept {
-    return rrl::key_slot({key, len});
-}
-
-int rrl_reply_redirect(const char* text, size_t len, unsigned* slot, char* host,
-                       unsigned* port) noexcept {
-    return guarded("rrl_reply_redirect", RRL_ERROR, [&] {
-        auto r = rrl::parse_redirect({text, len});
-        if (!r) return RRL_ERROR;
-        *slot = r->slot;
-        copy_host(r->target.host, host);
-        *port = r->target.port;
-        return RRL_OK;
-    });
-}
-
-int rrl_cluster_slots_parse(const rrl_value_t* reply, rrl_slot_range_t* ranges,
-                            size_t max, size_t* n) noexcept {
-    return guarded("rrl_cluster_slots_parse", RRL_ERROR, [&] {
-        std::string error = "no reply";
-        auto parsed = reply == nullptr
-                          ? std::nullopt
-                          : rrl::parse_cluster_slots(*reply, max, &error);
-        if (!parsed) {
-            rrl::log(LogLevel::error,
-                     "unexpected CLUSTER SLOTS reply: " + error);
-            return RRL_ERROR;
-        }
-        for (size_t i = 0; i < parsed->size(); i++) {
-            const rrl::SlotRange& r = (*parsed)[i];
-            ranges[i].start = r.start;
-            ranges[i].end = r.end;
-            copy_host(r.primary.host, ranges[i].host);
-            ranges[i].port = r.primary.port;
-        }
-        *n = parsed->size();
-        return RRL_OK;
-    });
-}
-
-int rrl_sentinel_addr_parse(const rrl_value_t* reply, char* host,
-                            unsigned* port) noexcept {
-    return guarded("rrl_sentinel_addr_parse", RRL_ERROR, [&] {
-        std::string error = "no reply";
-        auto answer = reply == nullptr
-                          ? std::nullopt
-                          : rrl::parse_sentinel_primary(*reply, &error);
-        if (!answer) {
-            rrl::log(
-                LogLevel::error,
-                "unexpected SENTINEL get-master-addr-by-name reply: " + error);
-            return RRL_ERROR;
-        }
-        if (!answer->known) return RRL_UNKNOWN;
-        copy_host(answer->primary.host, host);
-        *port = answer->primary.port;
-        return RRL_OK;
-    });
-}
-
-int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
-                    uint64_t burst, uint64_t cost, int64_t now_us,
-                    const rrl_local_state_t* state, rrl_local_state_t* next,
-                    rrl_limit_result_t* result) noexcept {
-    return guarded("rrl_local_check", RRL_ERROR, [&] {
-        return rrl::local_check({algorithm, limit, period_ms, burst, cost},
-                                now_us, *state, next, result)
-                   ? RRL_OK
-                   : RRL_ERROR;
-    });
-}
-
-int64_t rrl_retry_after_seconds(int64_t retry_after_us) noexcept {
-    return rrl::retry_after_seconds(retry_after_us);
-}
-
 int rrl_deny_learn(int64_t sent_us, int64_t now_us,
                    const rrl_deny_limit_t* limit,
                    const rrl_limit_result_t* result,
                    rrl_deny_entry_t* entry) noexcept {
     return rrl::deny_learn(sent_us, now_us, *limit, *result, entry) ? 1 : 0;
-}
-
-int rrl_deny_applies(const rrl_deny_entry_t* entry,
-                     const rrl_deny_limit_t* limit, int64_t now_us,
-                     int64_t values[RRL_REPLY_PER_LIMIT]) noexcept {
-    return rrl::deny_applies(*entry, *limit, now_us, values) ? 1 : 0;
-}
-
-void rrl_breaker_init(rrl_breaker_t* b, uint64_t max_failures,
-                      int64_t cooldown_ms) noexcept {
-    rrl::breaker_init(b, max_failures, cooldown_ms);
-}
-
-int rrl_breaker_allow(rrl_breaker_t* b, int64_t now_ms) noexcept {
-    switch (rrl::breaker_allow(b, now_ms)) {
-        case rrl::BreakerVerdict::probe:
-            return RRL_BREAKER_PROBE;
-        case rrl::BreakerVerdict::refuse:
-            return RRL_BREAKER_REFUSE;
-        default:
-            return RRL_BREAKER_CALL;
-    }
-}
-
-int rrl_breaker_success(rrl_breaker_t* b) noexcept {
-    return change_code(rrl::breaker_success(b));
-}
-
-int rrl_breaker_failure(rrl_breaker_t* b, int64_t now_ms) noexcept {
-    return change_code(rrl::breaker_failure(b, now_ms));
-}
-
-void rrl_breaker_abandon(rrl_breaker_t* b) noexcept { rrl::breaker_abandon(b); }
-
-size_t rrl_metrics_bucket(uint64_t rtt_us) noexcept {
-    return rrl::metrics_bucket(rtt_us);
 }
 
 size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,

@@ -1,4 +1,5 @@
 // The C API of rrl_local_zone.h.
+#include "algorithm.hpp"
 #include "capi.hpp"
 #include "local_zone.hpp"
 #include "rrl_local_zone.h"
@@ -16,7 +17,8 @@ void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
 uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
                             uint64_t share) noexcept {
     rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
-    return rrl_capacity(algorithm, s.limit, s.burst);
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    return a == nullptr ? 0 : rrl::capacity(*a, s.limit, s.burst);
 }
 
 rrl_local_limit_t rrl_local_limit(const rrl_call_limit_t* zone_limit,

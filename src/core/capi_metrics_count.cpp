@@ -37,28 +37,6 @@ void rrl_metrics_zone_counts(rrl_metrics_zone_t* z,
                 z->settle_results);
 }
 
-int rrl_metrics_reply_error(int replied, int array, const char* error,
-                            size_t len) noexcept {
-    std::optional<std::string_view> text;
-    if (error != nullptr) text = std::string_view(error, len);
-    return rrl::metrics_reply_error(replied != 0, array != 0, text)
-        .value_or(-1);
-}
-
-int rrl_metrics_rtt(int64_t sent_us, int64_t now_us, uint64_t* rtt_us,
-                    size_t* bucket) noexcept {
-    auto rtt = rrl::metrics_rtt(sent_us, now_us);
-    if (!rtt) return 0;
-    *rtt_us = *rtt;
-    *bucket = rrl_metrics_bucket(*rtt);
-    return 1;
-}
-
-void rrl_metrics_gauge_node(rrl_metrics_t* m, int connected,
-                            int breaker_state) noexcept {
-    rrl::metrics_gauge_node(m, connected != 0, breaker_state);
-}
-
 void rrl_metrics_gauges_save(const rrl_metrics_t* m,
                              rrl_metrics_gauges_t* g) noexcept {
     rrl::metrics_gauges_save(*m, g);

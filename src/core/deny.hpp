@@ -30,8 +30,12 @@ bool deny_learn(std::int64_t sent_us, std::int64_t now_us,
                 const rrl_deny_limit_t& limit, const rrl_limit_result_t& result,
                 rrl_deny_entry_t* entry);
 
-// False unless the entry rejects a request of `limit` at now_us; values
-// then holds the limit's part of the script's reply.
+// Whether the entry rejects a request of `limit` at now_us: same zone and
+// Redis, the entry's cost (with fixed_window, whose wait is the window's
+// end for every cost: any cost from the entry's, as a smaller one may pass
+// earlier, to the capacity), now_us before until_us; values then holds the
+// limit's part of a script reply (passed, remaining, reset_after_us,
+// retry_after_us), waits never shorter than Redis's.
 bool deny_applies(const rrl_deny_entry_t& entry, const rrl_deny_limit_t& limit,
                   std::int64_t now_us, std::int64_t* values);
 

@@ -14,8 +14,8 @@
 
 #include "capi.hpp"
 #include "log.hpp"
+#include "metrics_count.hpp"
 #include "rrl_conf.h"
-#include "rrl_metrics_count.h"
 
 namespace rrl::engine {
 
@@ -27,8 +27,8 @@ std::string vformat(const char* fmt, va_list args) {
     return std::string(buf, n < 0 ? 0 : std::min<size_t>(n, sizeof(buf) - 1));
 }
 
-Node* part_node(rrl_call_t* parts, size_t i) {
-    return static_cast<Node*>(rrl_call_node(parts, i));
+Node* part_node(const Call& parts, size_t i) {
+    return static_cast<Node*>(parts.node(i));
 }
 
 }  // namespace
@@ -130,10 +130,8 @@ Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
         tls_server_name_.assign(conf.tls_server_name, conf.tls_server_name_len);
     }
 
-    rrl_handshake_init(&setup[0], 0, username_.data(), username_.size(),
-                       password_.data(), password_.size(), conf.db);
-    rrl_handshake_init(&setup[1], 1, nullptr, 0, sentinel_password_.data(),
-                       sentinel_password_.size(), 0);
+    handshake_init(&setup[0], false, username_, password_, conf.db);
+    handshake_init(&setup[1], true, {}, sentinel_password_, 0);
 
     if (mode == RRL_SERVER_CLUSTER || mode == RRL_SERVER_SENTINEL) {
         topology = new Topology(*this);
@@ -176,8 +174,8 @@ void Engine::gauges(rrl_metrics_t* m) const {
     m->parked = parked_;
     for (const Node& node : nodes.all()) {
         if (node.role == Role::data && node.reconnect) {
-            rrl_metrics_gauge_node(m, node.ac && node.connected,
-                                   node.breaker.state);
+            metrics_gauge_node(m, node.ac && node.connected,
+                               node.breaker.state);
         }
     }
 }
@@ -187,9 +185,9 @@ void Engine::lost(Node* node) {
     if (exiting || node->role != Role::data || !node->reconnect) return;
     // a primary gone may have been replaced: ask who serves now
     if (mode == RRL_SERVER_CLUSTER) {
-        ask(RRL_RETRY_ASK_CLUSTER);
+        ask(RetryAsk::cluster);
     } else if (topology && node == topology->primary()) {
-        ask(RRL_RETRY_ASK_SENTINEL);
+        ask(RetryAsk::sentinel);
     }
 }
 
@@ -206,19 +204,23 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
         return nullptr;
     }
 
+    // argv not of the script's shape: logged, no call
+    auto parts = capi::guarded("call", std::unique_ptr<Call>(), [&] {
+        std::vector<std::string_view> args;
+        for (int i = 0; i < argc; i++) args.emplace_back(argv[i], argvlen[i]);
+        return std::make_unique<Call>(
+            args, std::vector<const void*>(zones, zones + n),
+            mode == RRL_SERVER_CLUSTER);
+    });
+    if (parts == nullptr) return nullptr;
     auto* call = new rrl_engine_call_t(*this);
-    call->parts =
-        rrl_call_new(argc, argv, argvlen, zones, n, mode == RRL_SERVER_CLUSTER);
-    if (call->parts == nullptr) {
-        delete call;
-        return nullptr;
-    }
-    rrl_call_set_data(call->parts, call);
-    size_t nparts = rrl_call_parts(call->parts);
+    call->parts = std::move(parts);
+    Call& c = *call->parts;
+    size_t nparts = c.parts();
 
     // every part must have somewhere to go, or none is sent
     for (size_t i = 0; i < nparts; i++) {
-        Node* node = route(rrl_call_slot(call->parts, i));
+        Node* node = route(c.slot(i));
         if (node == nullptr || node->ac == nullptr) {
             failure("no connection to %s",
                     node ? node->name.c_str() : server.c_str());
@@ -226,21 +228,21 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
             delete call;
             return nullptr;
         }
-        rrl_call_set_node(call->parts, i, node);
+        c.set_node(i, node);
     }
 
     for (size_t i = 0; i < nparts; i++) {
-        if (!rrl_call_asks(call->parts, i)) continue;
-        switch (part_node(call->parts, i)->allows()) {
-            case RRL_BREAKER_PROBE:
-                rrl_call_set_probe(call->parts, i);
+        if (!c.asks(i)) continue;
+        switch (part_node(c, i)->allows()) {
+            case BreakerVerdict::call:
                 break;
-            case RRL_BREAKER_REFUSE:
+            case BreakerVerdict::probe:
+                c.set_probe(i);
+                break;
+            case BreakerVerdict::refuse:
                 while (i--) {
                     // the probes granted to the call: not made
-                    if (rrl_call_probe(call->parts, i)) {
-                        part_node(call->parts, i)->abandon();
-                    }
+                    if (c.probe(i)) part_node(c, i)->abandon();
                 }
                 loop.error(RRL_METRICS_ERR_CIRCUIT_OPEN);
                 delete call;
@@ -256,8 +258,8 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
     result->error_len = 0;
 
     for (size_t i = 0; i < nparts; i++) {
-        if (!batches.add(call->parts, i)) {
-            answered(call->parts, i, "no memory", sizeof("no memory") - 1);
+        if (!batches.add(call, i)) {
+            answered(call, i, "no memory", sizeof("no memory") - 1);
         }
     }
 
@@ -307,27 +309,26 @@ Node* Engine::redirect(Node* from, int kind, unsigned slot, const char* host,
 }
 
 // a node lost, or an error reply: who serves now is asked
-void Engine::ask(int who) {
-    if ((who == RRL_RETRY_ASK_SENTINEL && mode == RRL_SERVER_SENTINEL) ||
-        (who == RRL_RETRY_ASK_CLUSTER && mode == RRL_SERVER_CLUSTER)) {
+void Engine::ask(RetryAsk who) {
+    if ((who == RetryAsk::sentinel && mode == RRL_SERVER_SENTINEL) ||
+        (who == RetryAsk::cluster && mode == RRL_SERVER_CLUSTER)) {
         topology->want();
     }
 }
 
 // a part's reply is in, or it failed (error): the call finishes on its last
-void Engine::answered(rrl_call_t* parts, size_t part, const char* error,
+void Engine::answered(rrl_engine_call_t* call, size_t part, const char* error,
                       size_t len) {
-    auto* call = static_cast<rrl_engine_call_t*>(rrl_call_data(parts));
     rrl_engine_result_t* result = call->result;
     if (error && result->node == nullptr) {
         // the first failure tells
-        const std::string& name = part_node(parts, part)->name;
+        const std::string& name = part_node(*call->parts, part)->name;
         result->error_len = std::min(len, sizeof(result->error));
         std::memcpy(result->error, error, result->error_len);
         result->node = name.c_str();
         result->node_len = name.size();
     }
-    if (rrl_call_answer(parts, part) == 0) {
+    if (call->parts->answer(part) == 0) {
         // resume the request from the event loop, not from inside hiredis
         call->finish.post();
     }
@@ -336,10 +337,9 @@ void Engine::answered(rrl_call_t* parts, size_t part, const char* error,
 // A part nobody waits for left its batch: its request went away (and its
 // arguments with it) or timed out; the call of a request gone is freed with
 // its last part.
-void Engine::out(rrl_call_t* parts) {
-    auto* call = static_cast<rrl_engine_call_t*>(rrl_call_data(parts));
+void Engine::out(rrl_engine_call_t* call) {
     if (call->request == nullptr && !call->held &&
-        rrl_call_in_batches(parts) == 0) {
+        call->parts->in_batches() == 0) {
         delete call;
     }
 }
@@ -354,16 +354,16 @@ void Engine::timed_out(rrl_engine_call_t* call) {
         probe_timed_out(call);
         return;
     }
-    if (rrl_call_pending(call->parts) == 0) {
+    if (call->parts->pending() == 0) {
         // every part was answered in this turn, before the timers ran: the
         // finish posted then decides, and no timeout is counted
         return;
     }
     rrl_engine_result_t* result = call->result;
     // every part answered: a stuck connection dropped cannot touch it
-    size_t i = rrl_call_time_out(call->parts);
+    size_t i = call->parts->time_out();
     if (result->node == nullptr) {
-        const std::string& name = part_node(call->parts, i)->name;
+        const std::string& name = part_node(*call->parts, i)->name;
         int n = std::snprintf(result->error, sizeof(result->error),
                               "timed out after %llu ms",
                               (unsigned long long)timeout_ms);
@@ -372,7 +372,7 @@ void Engine::timed_out(rrl_engine_call_t* call) {
         result->node_len = name.size();
     }
     // a failure for each node waited on, once
-    failures(call, rrl_call_fails);
+    failures(call, &Call::fails);
     loop.error(RRL_METRICS_ERR_TIMEOUT);
     finish(call);
 }
@@ -383,16 +383,17 @@ void Engine::timed_out(rrl_engine_call_t* call) {
 // the call's parts coming out of them would free it.
 void Engine::probe_timed_out(rrl_engine_call_t* call) {
     call->held = true;
-    failures(call, rrl_call_probe_lost);
+    failures(call, &Call::probe_lost);
     call->held = false;
-    if (rrl_call_in_batches(call->parts) == 0) delete call;
+    if (call->parts->in_batches() == 0) delete call;
 }
 
 // a failure of the node of each part that fails() says is one, once
 void Engine::failures(rrl_engine_call_t* call,
-                      int (*fails)(rrl_call_t* parts, size_t part)) {
-    for (size_t i = 0; i < rrl_call_parts(call->parts); i++) {
-        if (fails(call->parts, i)) part_node(call->parts, i)->outcome(false);
+                      bool (Call::*fails)(size_t part)) {
+    Call& parts = *call->parts;
+    for (size_t i = 0; i < parts.parts(); i++) {
+        if ((parts.*fails)(i)) part_node(parts, i)->outcome(false);
     }
 }
 
@@ -410,8 +411,9 @@ void Engine::finish(rrl_engine_call_t* call) {
     void* data = call->data;
     rrl_engine_done_pt done = call->done;
 
-    result->nvalues =
-        rrl_call_merge(call->parts, result->values, result->capacity);
+    result->nvalues = capi::guarded("call", size_t{0}, [&] {
+        return call->parts->merge(result->values, result->capacity);
+    });
     result->rc = result->nvalues ? RRL_OK : RRL_ERROR;
     release(call);
     detach(call);
@@ -423,14 +425,14 @@ void Engine::finish(rrl_engine_call_t* call) {
 // reservation took. Not awaited: a release lost leaves the reservation
 // counted (the strict side).
 void Engine::release(rrl_engine_call_t* call) {
-    std::string form;
-    for (size_t i = 0; i < rrl_call_parts(call->parts); i++) {
-        Node* node = part_node(call->parts, i);
-        size_t len = rrl_call_release(call->parts, i, nullptr, 0);
-        if (len == 0 || node->ac == nullptr) continue;
-        form.resize(len);
-        (void)rrl_call_release(call->parts, i, &form[0], len);
-        (void)node->command(nullptr, nullptr, form.data(), len);
+    const Call& parts = *call->parts;
+    for (size_t i = 0; i < parts.parts(); i++) {
+        Node* node = part_node(parts, i);
+        if (!parts.to_release(i) || node->ac == nullptr) continue;
+        std::string form = capi::guarded(
+            "call", std::string(), [&] { return parts.release_command(i); });
+        if (form.empty()) continue;
+        (void)node->command(nullptr, nullptr, form.data(), form.size());
     }
 }
 
@@ -438,17 +440,17 @@ void Engine::detach(rrl_engine_call_t* call) {
     call->finish.unpost();
     call->request = nullptr;
     call->result = nullptr;
-    rrl_call_detach(call->parts);
+    call->parts->detach();
     parked_--;
 
-    if (rrl_call_in_batches(call->parts) == 0) {
+    if (call->parts->in_batches() == 0) {
         delete call;
         return;
     }
     // The request went away with parts in Redis. Should one carry its
     // node's probe, the timer stays: a Redis that never answers on that
     // connection still ends the probe, as a failure. Nothing else waits.
-    if (rrl_call_probe_out(call->parts) && call->timer.set()) {
+    if (call->parts->probe_out() && call->timer.set()) {
         // and a graceful shutdown need not wait for the call
         call->timer.cancelable(true);
         return;
@@ -463,6 +465,4 @@ rrl_engine_call_s::rrl_engine_call_s(rrl::engine::Engine& e)
       timer(e.loop, rrl::engine::Engine::on_timeout, this, false),
       finish(e.loop, rrl::engine::Engine::on_finish, this, false) {}
 
-rrl_engine_call_s::~rrl_engine_call_s() {
-    rrl_call_free(parts);
-}
+rrl_engine_call_s::~rrl_engine_call_s() = default;

@@ -11,18 +11,22 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "rrl_call.h"
+#include "batch.hpp"
+#include "breaker.hpp"
+#include "call.hpp"
+#include "handshake.hpp"
+#include "node_use.hpp"
+#include "open_batches.hpp"
+#include "primary.hpp"
+#include "refresher.hpp"
+#include "reply_count.hpp"
+#include "retry.hpp"
 #include "rrl_engine.h"
-#include "rrl_handshake.h"
-#include "rrl_node_use.h"
-#include "rrl_primary.h"
-#include "rrl_refresher.h"
-#include "rrl_reply_count.h"
-#include "rrl_slot_map.h"
-#include "rrl_topology_answer.h"
+#include "slot_map.hpp"
 #include "tls.hpp"
 
 namespace rrl::engine {
@@ -76,7 +80,7 @@ class Node {
     void drop();  // frees the context: its calls fail, then closed()
 
     // the circuit breaker
-    int allows();
+    BreakerVerdict allows();
     void outcome(bool ok);
     void abandon();
 
@@ -88,7 +92,7 @@ class Node {
 
     // a reply was read: a TLS connection's handshake is over
     void replied();
-    rrl_node_use_t state() const;
+    NodeUse state() const;
 
     Engine& engine;
     Role role = Role::data;
@@ -99,8 +103,8 @@ class Node {
     void* conn = nullptr;  // the shim's, for flush()
     Event connect_timer, reconnect_timer;
     uint64_t backoff = 0;  // ms; 0: the last connection worked
-    rrl_breaker_t breaker{};
-    rrl_reply_count_t count{};
+    Breaker breaker;
+    ReplyCount count;
     uint64_t in_flight = 0;  // calls hiredis holds
     uint64_t batches = 0;    // open batches for it
     uint64_t last_read = 0;  // the loop's ms
@@ -165,25 +169,27 @@ class Topology {
     Node* slot_node(unsigned slot);
     void moved(unsigned slot, Node* node);
     // Sentinel: the primary named last
-    Node* primary() const { return static_cast<Node*>(primary_.node); }
+    Node* primary() const { return static_cast<Node*>(primary_.node()); }
 
    private:
     Node* cluster_target();
     Node* sentinel_target();
-    bool cluster_answer(Node* asked, const rrl_value_t* value, char* why);
-    bool sentinel_answer(Node* sentinel, const rrl_value_t* value, char* why);
+    bool cluster_answer(Node* asked, const rrl_value_t* value,
+                        std::string* why);
+    bool sentinel_answer(Node* sentinel, const rrl_value_t* value,
+                         std::string* why);
 
-    static int on_send(void* data, uint64_t generation);
+    static bool on_send(void* data, uint64_t generation);
     static void on_timer_set(void* data, uint64_t ms);
     static void on_timer(void* arg);
     static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
 
     Engine& engine_;
     Event timer_;
-    rrl_refresher_t refresher_{};
+    Refresher refresher_;
     Node* asked_ = nullptr;
-    rrl_slot_map_t* map_ = nullptr;
-    rrl_primary_t primary_{};
+    std::unique_ptr<SlotMap> map_;  // Cluster mode
+    Primary primary_;               // Sentinel mode
     std::vector<const char*> argv_;
     std::vector<size_t> argvlen_;
 };
@@ -195,33 +201,34 @@ class Batches {
     explicit Batches(Engine& engine);
     ~Batches();
 
-    bool add(rrl_call_t* parts, size_t part);  // false: not sent
+    bool add(rrl_engine_call_t* call, size_t part);  // false: not sent
 
    private:
     void flush();
-    void send(rrl_batch_t* batch);
-    bool resend(rrl_batch_t* batch, Node* node);
-    bool redirect(rrl_batch_t* batch, const redisReply* rr, int kind);
-    void answer(rrl_batch_t* batch, const redisReply* rr);
-    void fail(rrl_batch_t* batch, const std::string& why);
-    void parts(rrl_batch_t* batch, const redisReply* rr, const char* error,
+    void send(Batch* batch);
+    bool resend(Batch* batch, Node* node);
+    bool redirect(Batch* batch, const redisReply* rr, int kind);
+    void answer(Batch* batch, const redisReply* rr);
+    void fail(Batch* batch, const std::string& why);
+    void parts(Batch* batch, const redisReply* rr, const char* error,
                size_t len);
-    void unsent(rrl_batch_t* batch, bool failed);
-    bool part_out(rrl_call_t* parts, size_t part);
-    void part_unsent(rrl_call_t* parts, size_t part);
+    void unsent(Batch* batch, bool failed);
+    bool part_out(rrl_engine_call_t* call, size_t part);
+    void part_unsent(rrl_engine_call_t* call, size_t part);
 
     static void on_flush(void* arg);
     static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
 
     Engine& engine_;
-    rrl_batches_t* open_;
+    OpenBatches open_;
     Event flush_;
 };
 
 }  // namespace rrl::engine
 
-// A request's call: its parts (rrl_call_t), one timeout, and the posted
-// event that reports it; it outlives its request if the client goes away.
+// A request's call: its parts (Call), one timeout, and the posted event
+// that reports it; it outlives its request if the client goes away. It is
+// the data of its parts' entries in batches.
 struct rrl_engine_call_s {
     rrl_engine_call_s(rrl::engine::Engine& e);
     ~rrl_engine_call_s();
@@ -231,7 +238,7 @@ struct rrl_engine_call_s {
     void* data = nullptr;
     rrl_engine_done_pt done = nullptr;
     rrl_engine_result_t* result = nullptr;
-    rrl_call_t* parts = nullptr;
+    std::unique_ptr<rrl::Call> parts;
     rrl::engine::Event timer, finish;
     bool held = false;  // not to be freed now
 };
@@ -251,12 +258,12 @@ class Engine {
     void gauges(rrl_metrics_t* m) const;
 
     // from below: the batches, the nodes
-    void answered(rrl_call_t* parts, size_t part, const char* error,
+    void answered(rrl_engine_call_t* call, size_t part, const char* error,
                   size_t len);
-    void out(rrl_call_t* parts);
+    void out(rrl_engine_call_t* call);
     Node* redirect(Node* from, int kind, unsigned slot, const char* host,
                    unsigned port);
-    void ask(int who);  // RRL_RETRY_ASK_*
+    void ask(RetryAsk who);
     void lost(Node* node);
     bool quitting() const { return exiting || loop.quitting(); }
     // the TLS context of role's connections, nullptr: plain TCP
@@ -278,7 +285,7 @@ class Engine {
     std::string server, sentinel_name, sha;
     uint64_t timeout_ms, connect_timeout_ms, max_failures, cooldown_ms,
         max_parked;
-    rrl_handshake_t setup[2];
+    Handshake setup[2];
     bool exiting = false;
 
     Nodes nodes;
@@ -289,8 +296,7 @@ class Engine {
     Node* route(unsigned slot);
     void timed_out(rrl_engine_call_t* call);
     void probe_timed_out(rrl_engine_call_t* call);
-    void failures(rrl_engine_call_t* call,
-                  int (*fails)(rrl_call_t* parts, size_t part));
+    void failures(rrl_engine_call_t* call, bool (Call::*fails)(size_t part));
     void finish(rrl_engine_call_t* call);
     void release(rrl_engine_call_t* call);
 

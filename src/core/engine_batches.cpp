@@ -1,8 +1,8 @@
 // The batches of the engine's script calls. A part joins the open batch
-// (rrl_batch_t) of its node and slot; the batches open are sent when the
+// (Batch) of its node and slot; the batches open are sent when the
 // turn of the event loop ends, or one at once when full. A batch keeps its
 // command, sent again after NOSCRIPT, MOVED or ASK, when the requests'
-// arguments may be gone. Its entries' data: their calls' parts.
+// arguments may be gone. Its entries' data: their engine calls.
 #include <algorithm>
 #include <cstdio>
 #include <new>
@@ -10,51 +10,89 @@
 
 #include "capi.hpp"
 #include "engine.hpp"
+#include "error_reply.hpp"
+#include "key.hpp"
+#include "metrics.hpp"
+#include "metrics_count.hpp"
+#include "retry.hpp"
+#include "script.hpp"
 
 namespace rrl::engine {
 
 namespace {
 
-Node* batch_node(const rrl_batch_t* batch) {
-    return static_cast<Node*>(rrl_batch_node(batch));
+Node* batch_node(const Batch* batch) {
+    return static_cast<Node*>(batch->node());
+}
+
+rrl_engine_call_t* entry_call(const Batch* batch, size_t i) {
+    return static_cast<rrl_engine_call_t*>(batch->data(i));
+}
+
+// the kind of an error reply's text: RRL_REPLY_*
+int error_kind(const redisReply* rr) {
+    return rrl::error_kind(std::string_view(rr->str, rr->len));
+}
+
+// A script call's reply (nullptr: lost), sent at sent, for the metrics:
+// its round trip's bucket (RRL_METRICS_BUCKETS: not timed) and the error
+// kind it counts as (-1: none, the script answered).
+void report(const rrl_loop_t& loop, int64_t sent, const redisReply* rr) {
+    size_t bucket = RRL_METRICS_BUCKETS;
+    uint64_t rtt_us = 0;
+    if (rr != nullptr) {
+        if (auto rtt = metrics_rtt(sent, loop.clock())) {
+            rtt_us = *rtt;
+            bucket = metrics_bucket(rtt_us);
+        }
+    }
+    std::optional<std::string_view> error;
+    if (rr != nullptr && rr->type == REDIS_REPLY_ERROR) {
+        error = std::string_view(rr->str, rr->len);
+    }
+    int kind = metrics_reply_error(rr != nullptr,
+                                   rr && rr->type == REDIS_REPLY_ARRAY, error)
+                   .value_or(-1);
+    loop.reply(bucket, rtt_us, kind);
 }
 
 }  // namespace
 
 Batches::Batches(Engine& engine)
-    : engine_(engine),
-      open_(rrl_batches_new()),
-      flush_(engine.loop, on_flush, this, false) {
-    if (open_ == nullptr) throw std::bad_alloc();
-}
+    : engine_(engine), flush_(engine.loop, on_flush, this, false) {}
 
 Batches::~Batches() {
-    rrl_batches_free(open_);
+    // the batches still open, with their calls' parts, go with open_
 }
 
 // Adds the part to the open batch of its node and slot, or to a new one;
 // the batches are sent when the turn of the event loop ends (a posted
 // event runs after the others), or at once when full.
-bool Batches::add(rrl_call_t* parts, size_t part) {
-    auto* node = static_cast<Node*>(rrl_call_node(parts, part));
-    int created;
-    rrl_batch_t* batch =
-        rrl_batches_get(open_, node, rrl_call_slot(parts, part), &created);
+bool Batches::add(rrl_engine_call_t* call, size_t part) {
+    Call& parts = *call->parts;
+    auto* node = static_cast<Node*>(parts.node(part));
+    // no memory: logged, the part is not sent
+    std::pair<Batch*, bool> opened =
+        capi::guarded("call", std::pair<Batch*, bool>(nullptr, false),
+                      [&] { return open_.get(node, parts.slot(part)); });
+    Batch* batch = opened.first;
+    bool created = opened.second;
     if (batch == nullptr) {
-        part_unsent(parts, part);
+        part_unsent(call, part);
         return false;
     }
     if (created) {
         node->batches++;
         flush_.post();
     }
-    int rc = rrl_batch_add(batch, parts, part, parts);
-    if (rc == RRL_ERROR) {
-        part_unsent(parts, part);
+    int full = capi::guarded(
+        "call", -1, [&] { return batch->add(parts, part, call) ? 1 : 0; });
+    if (full < 0) {
+        part_unsent(call, part);
         return false;
     }
-    if (rc == 1) {  // full
-        rrl_batches_take(open_, batch);
+    if (full) {
+        open_.take(batch);
         send(batch);
     }
     return true;
@@ -65,7 +103,7 @@ void Batches::on_flush(void* arg) {
 }
 
 void Batches::flush() {
-    while (rrl_batch_t* batch = rrl_batches_pop(open_)) send(batch);
+    while (Batch* batch = open_.pop()) send(batch);
     // write now rather than after the other posted events (responses to
     // clients, mostly): Redis runs the batches while the worker writes
     // them; a failed write may free a context, never a node
@@ -74,25 +112,26 @@ void Batches::flush() {
     }
 }
 
-void Batches::send(rrl_batch_t* batch) {
+// The batch is the caller's (out of the open ones): sent, or freed here.
+void Batches::send(Batch* batch) {
     Node* node = batch_node(batch);
     // out of the open batches: the node may only be waited on now
     node->batches--;
 
     // a request gone (or timed out) in the meantime is not sent
-    for (size_t i = 0; i < rrl_batch_size(batch);) {
-        auto* parts = static_cast<rrl_call_t*>(rrl_batch_data(batch, i));
-        size_t part = rrl_batch_part(batch, i);
-        if (rrl_call_awaited(parts, part)) {
+    for (size_t i = 0; i < batch->size();) {
+        rrl_engine_call_t* call = entry_call(batch, i);
+        size_t part = batch->part(i);
+        if (call->parts->awaited(part)) {
             i++;
             continue;
         }
-        part_unsent(parts, part);
-        rrl_batch_remove(batch, i);
-        (void)part_out(parts, part);
+        part_unsent(call, part);
+        batch->remove(i);
+        (void)part_out(call, part);
     }
-    if (rrl_batch_size(batch) == 0) {
-        rrl_batch_free(batch);
+    if (batch->size() == 0) {
+        delete batch;
         return;
     }
     if (node->ac == nullptr) {
@@ -100,16 +139,16 @@ void Batches::send(rrl_batch_t* batch) {
         fail(batch, "no connection");
         return;
     }
-    size_t len;
-    const char* command =
-        rrl_batch_command(batch, engine_.sha.data(), engine_.sha.size(), &len);
+    const std::string* command =
+        capi::guarded("call", static_cast<const std::string*>(nullptr),
+                      [&] { return &batch->command(engine_.sha); });
     if (command == nullptr) {
         unsent(batch, false);
         fail(batch, "no memory");
         return;
     }
-    if (node->command(on_reply, batch, command, len)) {
-        rrl_batch_set_sent(batch, engine_.loop.clock());
+    if (node->command(on_reply, batch, command->data(), command->size())) {
+        batch->sent = engine_.loop.clock();
         node->in_flight++;
         return;
     }
@@ -121,41 +160,42 @@ void Batches::send(rrl_batch_t* batch) {
 
 void Batches::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
     capi::guarded("a reply", 0, [&] {
-        auto* batch = static_cast<rrl_batch_t*>(privdata);
+        auto* batch = static_cast<Batch*>(privdata);
         auto* rr = static_cast<const redisReply*>(reply);
         Node* node = batch_node(batch);
         Batches& self = node->engine.batches;
         (void)ac;
 
-        node->engine.loop.reply(rrl_batch_sent(batch), rr);
+        report(node->engine.loop, batch->sent, rr);
 
         int kind = (rr != nullptr && rr->type == REDIS_REPLY_ERROR)
-                       ? rrl_reply_error_kind(rr->str, rr->len)
+                       ? error_kind(rr)
                        : RRL_REPLY_ERROR;
-        if (rrl_batch_count(batch)) {
-            node->outcome(rrl_retry_counts_ok(
+        if (batch->count()) {
+            node->outcome(retry_counts_ok(
                 rr != nullptr, rr && rr->type == REDIS_REPLY_ARRAY, kind));
         }
         node->in_flight--;
 
-        switch (rrl_batch_retry(batch, kind)) {
-            case RRL_RETRY_LOAD_SCRIPT: {
+        switch (batch->retry(kind)) {
+            case RetryAction::load_script: {
                 // Redis lost the script (restart, SCRIPT FLUSH); it did not run
-                size_t len;
-                const char* script = rrl_script(&len);
-                const char* argv[] = {"SCRIPT", "LOAD", script};
-                const size_t argvlen[] = {6, 4, len};
+                std::string_view text = script();
+                const char* argv[] = {"SCRIPT", "LOAD", text.data()};
+                const size_t argvlen[] = {6, 4, text.size()};
                 if (node->command_argv(nullptr, nullptr, 3, argv, argvlen) &&
                     self.resend(batch, node)) {
                     return 0;
                 }
                 break;
             }
-            case RRL_RETRY_REDIRECT:
+            case RetryAction::redirect:
                 if (self.redirect(batch, rr, kind)) {
                     node->idle();
                     return 0;
                 }
+                break;
+            default:
                 break;
         }
         self.answer(batch, rr);
@@ -164,30 +204,27 @@ void Batches::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
     });
 }
 
-bool Batches::resend(rrl_batch_t* batch, Node* node) {
-    size_t len;
+bool Batches::resend(Batch* batch, Node* node) {
     // built once: given back as it was sent
-    const char* command = rrl_batch_command(batch, nullptr, 0, &len);
-    if (command == nullptr || !node->command(on_reply, batch, command, len)) {
+    const std::string& command = batch->command({});
+    if (!node->command(on_reply, batch, command.data(), command.size())) {
         return false;
     }
-    rrl_batch_set_sent(batch, engine_.loop.clock());
+    batch->sent = engine_.loop.clock();
     node->in_flight++;
     // counted anew; a probe was the first node's: its reply ended it
-    rrl_batch_resent(batch, node);
+    batch->resent(node);
     return true;
 }
 
 // MOVED or ASK of the batch's slot: the engine names the node it goes to
 // now; after ASK (the keys are being migrated), after ASKING.
-bool Batches::redirect(rrl_batch_t* batch, const redisReply* rr, int kind) {
-    unsigned slot, port;
-    char host[RRL_HOST_MAX];
-    if (rrl_reply_redirect(rr->str, rr->len, &slot, host, &port) != RRL_OK ||
-        slot != rrl_batch_slot(batch)) {
-        return false;
-    }
-    Node* node = engine_.redirect(batch_node(batch), kind, slot, host, port);
+bool Batches::redirect(Batch* batch, const redisReply* rr, int kind) {
+    auto target = parse_redirect(std::string_view(rr->str, rr->len));
+    if (!target || target->slot != batch->slot()) return false;
+    Node* node =
+        engine_.redirect(batch_node(batch), kind, target->slot,
+                         target->target.host.c_str(), target->target.port);
     if (node == nullptr) return false;
     if (kind == RRL_REPLY_ASK) {
         const char* argv[] = {"ASKING"};
@@ -200,23 +237,18 @@ bool Batches::redirect(rrl_batch_t* batch, const redisReply* rr, int kind) {
 }
 
 // each part waiting gets its request's share of the reply; frees the batch
-void Batches::answer(rrl_batch_t* batch, const redisReply* rr) {
+void Batches::answer(Batch* batch, const redisReply* rr) {
     if (rr == nullptr) {
         fail(batch, "connection lost");
         return;
     }
     if (rr->type == REDIS_REPLY_ERROR) {
-        engine_.ask(rrl_retry_ask(rrl_reply_error_kind(rr->str, rr->len)));
+        engine_.ask(retry_ask(error_kind(rr)));
         // escaped: a hostile server must not forge log lines
-        char text[128];
-        size_t len =
-            rrl_printable(text, sizeof(text),
-                          reinterpret_cast<unsigned char*>(rr->str), rr->len);
-        fail(batch, std::string(text, len));
+        fail(batch, printable(std::string_view(rr->str, rr->len), 128));
         return;
     }
-    if (rr->type != REDIS_REPLY_ARRAY ||
-        rr->elements != rrl_batch_values(batch)) {
+    if (rr->type != REDIS_REPLY_ARRAY || rr->elements != batch->values()) {
         fail(batch, "unexpected reply type " + std::to_string(rr->type));
         return;
     }
@@ -231,57 +263,56 @@ void Batches::answer(rrl_batch_t* batch, const redisReply* rr) {
 }
 
 // every part waiting fails, the first failure telling; frees the batch
-void Batches::fail(rrl_batch_t* batch, const std::string& why) {
+void Batches::fail(Batch* batch, const std::string& why) {
     parts(batch, nullptr, why.data(), std::min<size_t>(why.size(), 128));
 }
 
 // each part waiting is answered: its share of rr, or error; then freed
-void Batches::parts(rrl_batch_t* batch, const redisReply* rr, const char* error,
+void Batches::parts(Batch* batch, const redisReply* rr, const char* error,
                     size_t len) {
-    for (size_t i = 0; i < rrl_batch_size(batch); i++) {
-        auto* parts = static_cast<rrl_call_t*>(rrl_batch_data(batch, i));
-        size_t part = rrl_batch_part(batch, i);
-        if (!part_out(parts, part)) continue;
+    for (size_t i = 0; i < batch->size(); i++) {
+        rrl_engine_call_t* call = entry_call(batch, i);
+        size_t part = batch->part(i);
+        if (!part_out(call, part)) continue;
         if (rr) {
-            size_t k = rrl_batch_share(batch, i);
-            size_t n = rrl_call_values(parts, part);
-            int64_t* values = rrl_call_reply(parts, part);
+            size_t k = batch->share(i);
+            size_t n = call->parts->values(part);
+            int64_t* values = call->parts->reply(part);
             for (size_t j = 0; j < n; j++) {
                 values[j] = rr->element[k + j]->integer;
             }
         }
-        engine_.answered(parts, part, error, len);
+        engine_.answered(call, part, error, len);
     }
-    rrl_batch_free(batch);
+    delete batch;
 }
 
 // A batch that cannot be sent: a failure of its node when the node is at
 // fault (no connection, a write refused), once; else its probes abandoned.
-void Batches::unsent(rrl_batch_t* batch, bool failed) {
+void Batches::unsent(Batch* batch, bool failed) {
     if (failed) {
         engine_.loop.error(RRL_METRICS_ERR_CONNECTION);
-        if (rrl_batch_count(batch)) batch_node(batch)->outcome(false);
+        if (batch->count()) batch_node(batch)->outcome(false);
         return;
     }
-    for (size_t i = 0; i < rrl_batch_size(batch); i++) {
-        part_unsent(static_cast<rrl_call_t*>(rrl_batch_data(batch, i)),
-                    rrl_batch_part(batch, i));
+    for (size_t i = 0; i < batch->size(); i++) {
+        part_unsent(entry_call(batch, i), batch->part(i));
     }
 }
 
 // Takes the part out of its batch. false: nobody waits for it any more, as
 // its request went away or timed out; the engine may free its call.
-bool Batches::part_out(rrl_call_t* parts, size_t part) {
-    if (rrl_call_out(parts, part)) return true;
-    engine_.out(parts);
+bool Batches::part_out(rrl_engine_call_t* call, size_t part) {
+    if (call->parts->out(part)) return true;
+    engine_.out(call);
     return false;
 }
 
 // A part that is not sent: the probe it holds, if the breaker has not seen
 // its outcome, is abandoned (the next call probes).
-void Batches::part_unsent(rrl_call_t* parts, size_t part) {
-    if (rrl_call_unsent(parts, part)) {
-        static_cast<Node*>(rrl_call_node(parts, part))->abandon();
+void Batches::part_unsent(rrl_engine_call_t* call, size_t part) {
+    if (call->parts->unsent(part)) {
+        static_cast<Node*>(call->parts->node(part))->abandon();
     }
 }
 

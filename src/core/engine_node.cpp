@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
+#include "backoff.hpp"
 #include "capi.hpp"
 #include "engine.hpp"
-#include "rrl_backoff.h"
-#include "rrl_node_use.h"
+#include "key.hpp"
 
 #ifdef RRL_HAVE_TLS
 #include <hiredis/hiredis_ssl.h>
@@ -28,7 +28,7 @@ bool solicited(const redisReadTask* task) {
     auto* node = static_cast<Node*>(task->privdata);
     node->last_read = node->engine.loop.msec();
     if (task->parent == nullptr) node->replied();
-    return rrl_reply_count_read(&node->count, task->parent != nullptr) != 0;
+    return node->count.read(task->parent != nullptr);
 }
 
 void* create_string(const redisReadTask* task, char* str, size_t len) {
@@ -102,12 +102,12 @@ void Node::reset(Role r, const std::string& h, unsigned p,
     backoff = 0;
     in_flight = batches = 0;
     connected = dropping = reconnect = used = mapped = false;
-    rrl_breaker_init(&breaker, engine.max_failures,
-                     static_cast<int64_t>(engine.cooldown_ms));
+    breaker =
+        Breaker(engine.max_failures, static_cast<int64_t>(engine.cooldown_ms));
 }
 
-rrl_node_use_t Node::state() const {
-    rrl_node_use_t u{};
+NodeUse Node::state() const {
+    NodeUse u;
     u.data = role == Role::data;
     u.context = ac != nullptr;
     u.timer = connect_timer.set() || reconnect_timer.set();
@@ -135,8 +135,7 @@ void Node::use(bool on) {
 
 // a node out of use closes once no call waits on it
 void Node::idle() {
-    rrl_node_use_t u = state();
-    if (rrl_node_idle(&u)) {
+    if (node_idle(state())) {
         info("%s is no more in use, closing", name.c_str());
         drop();
     }
@@ -183,14 +182,14 @@ void Node::connect() {
     hiredis_replies = ac->c.reader->fn;
     ac->c.reader->fn = &counted_replies;
     ac->c.reader->privdata = this;
-    rrl_reply_count_init(&count);
+    count.reset();
     last_read = engine.loop.msec();
 
     redisAsyncSetConnectCallback(ac, on_connect);
 
     // queued now, written as soon as the connection is up
-    int steps[RRL_HANDSHAKE_MAX];
-    size_t n = rrl_handshake_plan(&engine.setup[int(role)], steps);
+    int steps[kHandshakeMax];
+    size_t n = handshake_plan(engine.setup[int(role)], steps);
     for (size_t i = 0; i < n; i++) setup(steps[i]);
 
     connect_timer.add(engine.connect_timeout_ms);
@@ -236,15 +235,19 @@ void Node::replied() {
 
 // a step of the handshake plan
 void Node::setup(int step) {
-    if (step == RRL_HANDSHAKE_READY) {
+    if (step == kHandshakeReady) {
         // a connection that works: a next failure backs off from the start
         backoff = 0;
         return;
     }
-    const char* argv[RRL_HANDSHAKE_ARGS];
-    size_t argvlen[RRL_HANDSHAKE_ARGS];
-    size_t argc =
-        rrl_handshake_command(&engine.setup[int(role)], step, argv, argvlen);
+    std::string_view args[kHandshakeArgs];
+    size_t argc = handshake_command(engine.setup[int(role)], step, args);
+    const char* argv[kHandshakeArgs];
+    size_t argvlen[kHandshakeArgs];
+    for (size_t i = 0; i < argc; i++) {
+        argv[i] = args[i].data();
+        argvlen[i] = args[i].size();
+    }
     if (argc) {
         (void)command_argv(on_setup, reinterpret_cast<void*>(intptr_t(step)),
                            int(argc), argv, argvlen);
@@ -259,16 +262,13 @@ void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
         if (rr == nullptr || node == nullptr) return 0;
 
         if (rr->type == REDIS_REPLY_ERROR) {
-            char text[256];
-            size_t len = rrl_printable(
-                text, sizeof(text), reinterpret_cast<unsigned char*>(rr->str),
-                rr->len);
-            failure("%s on %s failed: %.*s", rrl_handshake_name(step),
-                    node->name.c_str(), int(len), text);
+            std::string text =
+                printable(std::string_view(rr->str, rr->len), 256);
+            failure("%s on %s failed: %s", handshake_name(step),
+                    node->name.c_str(), text.c_str());
             return 0;
         }
-        node->setup(
-            rrl_handshake_next(&node->engine.setup[int(node->role)], step));
+        node->setup(handshake_next(node->engine.setup[int(node->role)], step));
         return 0;
     });
 }
@@ -280,8 +280,8 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
         if (status != REDIS_OK || node == nullptr) return 0;
 
         node->tcp_up = true;
-        node->setup(rrl_handshake_next(&node->engine.setup[int(node->role)],
-                                       RRL_HANDSHAKE_CONNECTED));
+        node->setup(handshake_next(node->engine.setup[int(node->role)],
+                                   kHandshakeConnected));
         if (node->ssl) return 0;  // connected once its handshake is over
         node->connect_timer.del();
         node->connected = true;
@@ -308,8 +308,7 @@ void Node::on_closed(void* arg, const char* why) {
 void Node::closed(const char* why) {
     bool late = !connect_timer.set() && why;
     connect_timer.del();
-    rrl_node_use_t u = state();
-    int what = rrl_node_closed(&u);
+    int what = node_closed(state());
 
     if (ssl && tcp_up && !connected) {
         // up, but not its TLS: a handshake failed (or never ended)
@@ -323,17 +322,17 @@ void Node::closed(const char* why) {
     ssl = nullptr;
     tcp_up = false;
 
-    if (why && (what & RRL_NODE_LOST)) {
+    if (why && (what & kNodeLost)) {
         failure("connection to %s %s: %s", name.c_str(),
                 connected ? "lost" : "failed", why);
     }
     connected = dropping = false;
 
-    if (what & RRL_NODE_RETRY) {
+    if (what & kNodeRetry) {
         // jitter: a fleet's workers do not reconnect in step
-        reconnect_timer.add(rrl_backoff_next(&backoff, engine.loop.random()));
+        reconnect_timer.add(backoff_next(&backoff, engine.loop.random()));
     }
-    if (what & RRL_NODE_LOST) engine.lost(this);
+    if (what & kNodeLost) engine.lost(this);
 }
 
 void Node::on_reconnect(void* arg) {
@@ -357,7 +356,7 @@ bool Node::command(redisCallbackFn* fn, void* privdata, const char* cmd,
         redisAsyncFormattedCommand(ac, fn, privdata, cmd, len) != REDIS_OK) {
         return false;
     }
-    rrl_reply_count_sent(&count);
+    count.command();
     return true;
 }
 
@@ -367,38 +366,36 @@ bool Node::command_argv(redisCallbackFn* fn, void* privdata, int argc,
                                                argvlen) != REDIS_OK) {
         return false;
     }
-    rrl_reply_count_sent(&count);
+    count.command();
     return true;
 }
 
 // The circuit breaker: the core's state machine, on the monotonic clock in
 // ms. Here: its log lines, and a stuck connection dropped when it opens.
-int Node::allows() {
-    return rrl_breaker_allow(&breaker, engine.loop.clock() / 1000);
+BreakerVerdict Node::allows() {
+    return breaker.allow(engine.loop.clock() / 1000);
 }
 
 void Node::abandon() {
-    rrl_breaker_abandon(&breaker);
+    breaker.abandon();
 }
 
 void Node::outcome(bool ok) {
     if (ok) {
-        if (rrl_breaker_success(&breaker) == RRL_BREAKER_CLOSED_AGAIN) {
+        if (breaker.success() == BreakerChange::closed) {
             warn("%s answers again, circuit closed", name.c_str());
         }
         return;
     }
-    if (rrl_breaker_failure(&breaker, engine.loop.clock() / 1000) ==
-        RRL_BREAKER_OPENED) {
+    if (breaker.failure(engine.loop.clock() / 1000) == BreakerChange::opened) {
         warn(
             "%llu failures in a row on %s, circuit open: "
             "the fail mode answers, a probe every %llu ms",
             (unsigned long long)breaker.failures, name.c_str(),
             (unsigned long long)engine.cooldown_ms);
     }
-    rrl_node_use_t u = state();
-    if (rrl_node_stuck(&u, breaker.state == RRL_BREAKER_OPEN,
-                       engine.loop.msec() - last_read, engine.timeout_ms)) {
+    if (node_stuck(state(), breaker.state == BreakerState::open,
+                   engine.loop.msec() - last_read, engine.timeout_ms)) {
         // a blackholed server: start afresh, which also frees what hiredis
         // holds for the calls (their failures come back here while the
         // context is being freed)
@@ -407,7 +404,7 @@ void Node::outcome(bool ok) {
 }
 
 // The node of an address, made on first use, or taking over a node out of
-// use (rrl_node_free()): nodes are never freed while the worker runs, and
+// use (node_free()): nodes are never freed while the worker runs, and
 // it keeps at most kMax: a cluster or a Sentinel naming ever new addresses
 // does not grow it without bound.
 Node* Nodes::get(Role role, const char* host, unsigned port,
@@ -425,8 +422,7 @@ Node* Nodes::get(Role role, const char* host, unsigned port,
             (unix_path ? true : it->port == port && it->host == host)) {
             return &*it;
         }
-        rrl_node_use_t u = it->state();
-        if (unused == nodes_.end() && rrl_node_free(&u)) unused = it;
+        if (unused == nodes_.end() && node_free(it->state())) unused = it;
     }
 
     if (unused != nodes_.end()) {

@@ -20,6 +20,7 @@
 #include "capi.hpp"
 #include "engine.hpp"
 #include "rrl_conf.h"
+#include "topology_answer.hpp"
 
 namespace rrl::engine {
 
@@ -34,7 +35,7 @@ constexpr uint64_t kSentinelEveryMs = 1000;
 
 Topology::Topology(Engine& engine)
     : engine_(engine), timer_(engine.loop, on_timer, this, true) {
-    rrl_refresher_conf_t conf{};
+    RefresherConf conf;
     conf.min_ms = kAskMinMs;
     conf.retry_ms = kAskRetryMs;
     conf.timeout_ms = engine.connect_timeout_ms + engine.timeout_ms;
@@ -46,48 +47,45 @@ Topology::Topology(Engine& engine)
         // two failures in a row are retried quickly, then slower
         conf.quick = 2;
         argv_ = {"CLUSTER", "SLOTS"};
-        map_ = rrl_slot_map_create();
-        if (map_ == nullptr) throw std::bad_alloc();
+        map_ = std::make_unique<SlotMap>();
     } else {
         // each sentinel once quickly, then slower; the next after a failure
         conf.quick = engine.addrs.size();
         conf.poll_ms = kSentinelEveryMs;
-        conf.rotate = 1;
+        conf.rotate = true;
         argv_ = {"SENTINEL", "get-master-addr-by-name",
                  engine.sentinel_name.c_str()};
     }
     for (const char* arg : argv_) argvlen_.push_back(std::strlen(arg));
-    rrl_refresher_init(&refresher_, &conf);
+    refresher_ = Refresher(conf);
 }
 
-Topology::~Topology() {
-    rrl_slot_map_destroy(map_);
-}
+Topology::~Topology() = default;
 
 void Topology::want() {
     if (engine_.loop.quitting()) return;
-    rrl_refresher_want(&refresher_, int64_t(engine_.loop.msec()));
+    refresher_.want(int64_t(engine_.loop.msec()));
 }
 
 void Topology::stop() {
-    rrl_refresher_stop(&refresher_);
+    refresher_.stop();
 }
 
 // the primary of a slot; nullptr (and the map is refreshed): none known
 Node* Topology::slot_node(unsigned slot) {
-    auto* node = static_cast<Node*>(rrl_slot_map_node(map_, slot));
+    auto* node = static_cast<Node*>(map_->node(slot));
     if (node == nullptr) want();
     return node;
 }
 
 // MOVED: the slot has a new primary for good; the map is refreshed
 void Topology::moved(unsigned slot, Node* node) {
-    rrl_slot_map_set(map_, slot, node);
+    map_->set(slot, node);
     node->use(true);
     want();
 }
 
-int Topology::on_send(void* data, uint64_t generation) {
+bool Topology::on_send(void* data, uint64_t generation) {
     auto* t = static_cast<Topology*>(data);
     Node* node = t->engine_.mode == RRL_SERVER_CLUSTER ? t->cluster_target()
                                                        : t->sentinel_target();
@@ -95,12 +93,12 @@ int Topology::on_send(void* data, uint64_t generation) {
         !node->command_argv(on_reply, reinterpret_cast<void*>(generation),
                             int(t->argv_.size()), t->argv_.data(),
                             t->argvlen_.data())) {
-        return RRL_ERROR;
+        return false;
     }
     // a node asked is not closed as idle before it answers
     node->in_flight++;
     t->asked_ = node;
-    return RRL_OK;
+    return true;
 }
 
 void Topology::on_timer_set(void* data, uint64_t ms) {
@@ -111,7 +109,7 @@ void Topology::on_timer_set(void* data, uint64_t ms) {
 
 void Topology::on_timer(void* arg) {
     auto* t = static_cast<Topology*>(arg);
-    if (!rrl_refresher_fired(&t->refresher_)) {
+    if (!t->refresher_.fired()) {
         // the delay before asking again is over, or the next poll is due
         t->want();
         return;
@@ -122,7 +120,7 @@ void Topology::on_timer(void* arg) {
         t->asked_->name.c_str(),
         t->engine_.mode == RRL_SERVER_CLUSTER ? "timed out"
                                               : "did not answer in time");
-    rrl_refresher_failed(&t->refresher_);
+    t->refresher_.failed();
 }
 
 void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
@@ -132,25 +130,27 @@ void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
         Topology* t = node->engine.topology;
 
         node->in_flight--;
-        if (rrl_refresher_answer(&t->refresher_,
-                                 reinterpret_cast<uintptr_t>(privdata))) {
-            char why[RRL_ANSWER_WHY_MAX] = "";
+        if (t->refresher_.answer(reinterpret_cast<uintptr_t>(privdata))) {
+            std::string why;
             ValueStore store;
             rrl_value_t value{};
             if (rr) value = convert(rr, store);
+            const rrl_value_t* answer = rr ? &value : nullptr;
             bool cluster = t->engine_.mode == RRL_SERVER_CLUSTER;
-            bool ok =
-                cluster ? t->cluster_answer(node, rr ? &value : nullptr, why)
-                        : t->sentinel_answer(node, rr ? &value : nullptr, why);
+            // an exception (no memory) is a failed answer, logged
+            bool ok = capi::guarded("a topology answer", false, [&] {
+                return cluster ? t->cluster_answer(node, answer, &why)
+                               : t->sentinel_answer(node, answer, &why);
+            });
             if (!ok) {
-                // else the core or the mode has logged it
-                if (why[0]) {
+                // else the answer's parser or the mode has logged it
+                if (!why.empty()) {
                     failure("%s %s %s",
                             cluster ? "CLUSTER SLOTS on" : "sentinel",
-                            node->name.c_str(), why);
+                            node->name.c_str(), why.c_str());
                 }
-                rrl_refresher_failed(&t->refresher_);
-            } else if (rrl_refresher_answered(&t->refresher_)) {
+                t->refresher_.failed();
+            } else if (t->refresher_.answered()) {
                 t->want();
             }
         }
@@ -173,8 +173,7 @@ Node* Topology::cluster_target() {
         if (it->mapped && it->connected) return &*it;
     }
     const rrl_engine_addr_t& a =
-        engine_
-            .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 1)];
+        engine_.addrs[refresher_.target(engine_.addrs.size(), true)];
     Node* node = engine_.nodes.get(Role::data, a.host, a.port, a.unix_path, &a);
     if (node) {
         // a seed out of the map is closed once it has answered
@@ -187,19 +186,18 @@ Node* Topology::cluster_target() {
 // The new map from CLUSTER SLOTS: each slot's primary; primaries new to it
 // are connected, nodes out of it are closed once idle.
 bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
-                              char* why) {
+                              std::string* why) {
     size_t max =
         value ? std::min<size_t>(value->nelements, RRL_CLUSTER_SLOTS) : 0;
-    std::vector<rrl_slot_range_t> ranges(max ? max : 1);
-    size_t n;
-    if (rrl_cluster_slots_answer(value, ranges.data(), max, &n, why) !=
-        RRL_OK) {
-        return false;
-    }
+    auto ranges = cluster_slots_answer(value, max, why);
+    if (!ranges) return false;
+    size_t n = ranges->size();
     std::vector<void*> primaries(n ? n : 1, nullptr);
     for (size_t i = 0; i < n; i++) {
+        const SlotRange& range = (*ranges)[i];
         // "": the node asked (Redis does not know its own address)
-        const char* host = ranges[i].host[0]     ? ranges[i].host
+        const char* host = !range.primary.host.empty()
+                               ? range.primary.host.c_str()
                            : asked->host.empty() ? nullptr
                                                  : asked->host.c_str();
         if (host == nullptr || !numeric(host)) {
@@ -207,31 +205,28 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
                 "CLUSTER SLOTS on %s names a primary by "
                 "\"%s\", not by a numeric address: slots %u-%u are left "
                 "out",
-                asked->name.c_str(), host ? host : "", ranges[i].start,
-                ranges[i].end);
+                asked->name.c_str(), host ? host : "", range.start, range.end);
             continue;
         }
         Node* node =
-            engine_.nodes.get(Role::data, host, ranges[i].port, nullptr);
+            engine_.nodes.get(Role::data, host, range.primary.port, nullptr);
         if (node == nullptr) return false;
         // no other address of this map takes its node over
         node->mapped = true;
         primaries[i] = node;
     }
-    size_t covered, distinct;
-    if (rrl_slot_map_replace(map_, ranges.data(), primaries.data(), n, &covered,
-                             &distinct) != RRL_OK) {
-        return false;
-    }
+    auto summary = map_->replace(*ranges, primaries.data());
+    if (!summary) return false;
     for (Node& node : engine_.nodes.all()) {
-        node.mapped = rrl_slot_map_serves(map_, &node);
+        node.mapped = map_->serves(&node);
         // out of it: no more a primary (failed over, removed), or a seed
         node.use(node.mapped);
     }
     info(
         "cluster slot map from %s: %zu of %d slots on %zu "
         "primaries",
-        asked->name.c_str(), covered, RRL_CLUSTER_SLOTS, distinct);
+        asked->name.c_str(), summary->covered, RRL_CLUSTER_SLOTS,
+        summary->primaries);
     return true;
 }
 
@@ -239,8 +234,7 @@ bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
 // (a sentinel's node is never taken over by another address).
 Node* Topology::sentinel_target() {
     const rrl_engine_addr_t& a =
-        engine_
-            .addrs[rrl_refresher_target(&refresher_, engine_.addrs.size(), 0)];
+        engine_.addrs[refresher_.target(engine_.addrs.size(), false)];
     Node* node =
         engine_.nodes.get(Role::sentinel, a.host, a.port, a.unix_path, &a);
     if (node) node->connect();
@@ -248,14 +242,11 @@ Node* Topology::sentinel_target() {
 }
 
 bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
-                               char* why) {
-    char host[RRL_HOST_MAX];
-    unsigned port;
+                               std::string* why) {
     const std::string& name = engine_.sentinel_name;
-    if (rrl_sentinel_answer(value, name.data(), name.size(), host, &port,
-                            why) != RRL_OK) {
-        return false;
-    }
+    auto primary = rrl::sentinel_answer(value, name, why);
+    if (!primary) return false;
+    const char* host = primary->host.c_str();
     if (!numeric(host)) {
         failure(
             "sentinel %s names the primary by \"%s\", "
@@ -263,13 +254,13 @@ bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
             sentinel->name.c_str(), host);
         return false;
     }
-    Node* node = engine_.nodes.get(Role::data, host, port, nullptr);
+    Node* node = engine_.nodes.get(Role::data, host, primary->port, nullptr);
     if (node == nullptr) return false;
 
     void* previous;
-    int rc = rrl_primary_switch(&primary_, node, &previous);
+    PrimaryChange change = primary_.name(node, &previous);
     auto* old = static_cast<Node*>(previous);
-    if (rc != RRL_PRIMARY_SAME) {
+    if (change != PrimaryChange::same) {
         (old ? warn : info)("sentinel %s: the primary of \"%s\" is %s",
                             sentinel->name.c_str(), name.c_str(),
                             node->name.c_str());

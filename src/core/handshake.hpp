@@ -16,23 +16,48 @@
 #include <cstdint>
 #include <string_view>
 
-#include "rrl_handshake.h"
-
 namespace rrl {
 
-void handshake_init(rrl_handshake_t* hs, bool sentinel,
-                    std::string_view username, std::string_view password,
-                    std::uint64_t db);
+// the steps: events, and commands to send
+enum HandshakeStep : int {
+    kHandshakeNone = 0,    // nothing follows
+    kHandshakeConnected,   // the connection is up
+    kHandshakeAuth,        // AUTH password
+    kHandshakeAuthUser,    // AUTH username password (ACL)
+    kHandshakeSelect,      // SELECT db
+    kHandshakeSetname,     // CLIENT SETNAME
+    kHandshakeScriptLoad,  // SCRIPT LOAD the script
+    kHandshakeReady,       // the connection works
+};
 
-std::size_t handshake_plan(const rrl_handshake_t& hs,
-                           int steps[RRL_HANDSHAKE_MAX]);
+constexpr std::size_t kHandshakeMax = 3;  // commands queued on connect, at most
+constexpr std::size_t kHandshakeArgs = 3;  // arguments of a command, at most
 
-int handshake_next(const rrl_handshake_t& hs, int step);
+// what a connection is set up with: to a Redis of limits or a Sentinel
+struct Handshake {
+    bool sentinel = false;
+    std::string_view username;  // empty: none; not a Sentinel's
+    std::string_view password;  // a Sentinel's own for a Sentinel
+    char db[24] = {};           // "" or the database's number
+};
 
-// The arguments of step's command (views into hs and the script).
-std::size_t handshake_command(const rrl_handshake_t& hs, int step,
-                              std::string_view args[RRL_HANDSHAKE_ARGS]);
+// the strings are the caller's, kept while hs is used
+void handshake_init(Handshake* hs, bool sentinel, std::string_view username,
+                    std::string_view password, std::uint64_t db);
 
+// the commands queued at once on connect, in order: returns how many
+std::size_t handshake_plan(const Handshake& hs, int steps[kHandshakeMax]);
+
+// What follows step's success (or kHandshakeConnected): a command to send,
+// kHandshakeReady or kHandshakeNone.
+int handshake_next(const Handshake& hs, int step);
+
+// The arguments of step's command (views into hs and the script): how
+// many, 0 for a step that is no command.
+std::size_t handshake_command(const Handshake& hs, int step,
+                              std::string_view args[kHandshakeArgs]);
+
+// a step's command, for logs: "AUTH", "SELECT", ...; "" for an event
 const char* handshake_name(int step);
 
 }  // namespace rrl

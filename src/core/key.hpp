@@ -14,6 +14,8 @@ namespace rrl {
 
 constexpr std::size_t key_raw_max = 128;
 
+// Zone names become part of Redis keys: printable, no blanks, no braces,
+// no ':'.
 bool zone_name_valid(std::string_view zone);
 
 std::size_t key_max_len(std::size_t zone_len);

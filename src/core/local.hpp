@@ -23,13 +23,15 @@ struct LocalLimit {
     int algorithm;
     std::uint64_t limit;      // N of rate=Nr/PERIOD
     std::uint64_t period_ms;  // PERIOD
-    std::uint64_t burst;      // as the algorithm uses it: rrl_burst()'s
+    std::uint64_t burst;      // as the algorithm uses it: effective_burst()'s
     std::uint64_t cost;
 };
 
+// Decides one limit at now_us as the script would on a key holding state.
 // False for an unknown algorithm or a zero limit or period. Otherwise
 // *result is the script's reply for this limit, and *next the state the
-// script would store if the request passes (the state to keep then).
+// script would store if the request passes (every limit of it: the state
+// to keep then).
 bool local_check(const LocalLimit& limit, std::int64_t now_us,
                  const rrl_local_state_t& state, rrl_local_state_t* next,
                  rrl_limit_result_t* result);

@@ -54,13 +54,14 @@ std::optional<std::uint64_t> metrics_rtt(std::int64_t sent_us,
     return static_cast<std::uint64_t>(now_us - sent_us);
 }
 
-void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state) {
+void metrics_gauge_node(rrl_metrics_t* m, bool connected,
+                        BreakerState breaker) {
     if (connected) m->connections++;
-    switch (breaker_state) {
-        case RRL_BREAKER_OPEN:
+    switch (breaker) {
+        case BreakerState::open:
             m->circuits[RRL_METRICS_CIRCUIT_OPEN]++;
             break;
-        case RRL_BREAKER_HALF_OPEN:
+        case BreakerState::half_open:
             m->circuits[RRL_METRICS_CIRCUIT_HALF_OPEN]++;
             break;
         default:

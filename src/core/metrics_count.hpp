@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "breaker.hpp"
 #include "rrl.h"
 #include "rrl_metrics_count.h"
 
@@ -31,7 +32,8 @@ std::optional<int> metrics_reply_error(bool replied, bool array,
 std::optional<std::uint64_t> metrics_rtt(std::int64_t sent_us,
                                          std::int64_t now_us);
 
-void metrics_gauge_node(rrl_metrics_t* m, bool connected, int breaker_state);
+// a node in use: connected or not, its circuit's state
+void metrics_gauge_node(rrl_metrics_t* m, bool connected, BreakerState breaker);
 
 void metrics_gauges_save(const rrl_metrics_t& m, rrl_metrics_gauges_t* g);
 

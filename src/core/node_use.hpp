@@ -6,18 +6,42 @@
 // dropped when its circuit opens.
 #pragma once
 
-#include "rrl_node_use.h"
+#include <cstdint>
 
 namespace rrl {
 
-bool node_free(const rrl_node_use_t& u);
+// what the rules need to know of a node (and of its worker)
+struct NodeUse {
+    bool data = false;            // a Redis of limits, not a sentinel
+    bool context = false;         // a hiredis context is open
+    bool timer = false;           // a connect or reconnect timer is set
+    bool reconnect = false;       // in use: reconnected if lost
+    bool used = false;            // ever routed to
+    bool mapped = false;          // named by the slot map or the sentinels
+    bool dropping = false;        // its context is being freed on purpose
+    bool exiting = false;         // the worker closes its nodes for good
+    bool quitting = false;        // nginx is shutting down: nothing reconnects
+    std::uint64_t in_flight = 0;  // calls hiredis holds
+    std::uint64_t batches = 0;    // open batches for it
+};
 
-bool node_idle(const rrl_node_use_t& u);
+// nothing uses or points to the node: a new address may take it over
+bool node_free(const NodeUse& u);
 
-bool node_stuck(const rrl_node_use_t& u, bool open, uint64_t since_read_ms,
-                uint64_t timeout_ms);
+// the node is out of use and no call waits on it: close it now
+bool node_idle(const NodeUse& u);
 
-// RRL_NODE_LOST and RRL_NODE_RETRY, or'ed; 0: closed on purpose.
-int node_closed(const rrl_node_use_t& u);
+// the circuit opened (open) on a connection that owes replies and read
+// nothing for a whole timeout (since_read_ms >= timeout_ms): it is stuck,
+// drop it
+bool node_stuck(const NodeUse& u, bool open, std::uint64_t since_read_ms,
+                std::uint64_t timeout_ms);
+
+// what follows the loss of a node's context (u as it was before it)
+constexpr int kNodeLost = 1;   // not closed on purpose: log it, tell the engine
+constexpr int kNodeRetry = 2;  // reconnect after the backoff
+
+// kNodeLost and kNodeRetry, or'ed; 0: closed on purpose.
+int node_closed(const NodeUse& u);
 
 }  // namespace rrl

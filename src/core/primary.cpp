@@ -2,11 +2,11 @@
 
 namespace rrl {
 
-PrimaryChange primary_switch(rrl_primary_t* p, void* node, void** old) {
+PrimaryChange Primary::name(void* node, void** old) {
     *old = nullptr;
-    if (node == p->node) return PrimaryChange::same;
-    void* previous = p->node;
-    p->node = node;
+    if (node == node_) return PrimaryChange::same;
+    void* previous = node_;
+    node_ = node;
     if (previous == nullptr) return PrimaryChange::first;
     *old = previous;
     return PrimaryChange::switched;

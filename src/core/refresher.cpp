@@ -2,103 +2,93 @@
 
 namespace rrl {
 
-namespace {
-
-void set_timer(rrl_refresher_t* r, std::uint64_t ms) {
-    if (ms == 0 && !r->timer_set) return;
-    r->conf.timer(r->conf.data, ms);
-    r->timer_set = ms != 0;
+void Refresher::set_timer(std::uint64_t ms) {
+    if (ms == 0 && !timer_set) return;
+    conf_.timer(conf_.data, ms);
+    timer_set = ms != 0;
 }
 
-void send(rrl_refresher_t* r, std::int64_t now_ms) {
-    set_timer(r, 0);
-    r->sent = 1;
-    r->last_ms = now_ms;
-    r->asking = 1;
-    if (r->conf.send(r->conf.data, ++r->generation) != RRL_OK) {
-        r->asking = 0;
-        refresher_failed(r);
+void Refresher::send(std::int64_t now_ms) {
+    set_timer(0);
+    sent = true;
+    last_ms = now_ms;
+    asking = true;
+    if (!conf_.send(conf_.data, ++generation)) {
+        asking = false;
+        failed();
         return;
     }
-    set_timer(r, r->conf.timeout_ms);
+    set_timer(conf_.timeout_ms);
 }
 
-}  // namespace
-
-void refresher_init(rrl_refresher_t* r, const rrl_refresher_conf_t& conf) {
-    *r = rrl_refresher_t{};
-    r->conf = conf;
-}
-
-void refresher_want(rrl_refresher_t* r, std::int64_t now_ms) {
-    if (r->stopped) return;
-    if (r->asking) {
-        r->again = 1;
+void Refresher::want(std::int64_t now_ms) {
+    if (stopped) return;
+    if (asking) {
+        again = true;
         return;
     }
-    if (r->timer_set) {
-        if (!r->polling) return;  // asking is due already
-        r->polling = 0;           // not the next poll: now
+    if (timer_set) {
+        if (!polling) return;  // asking is due already
+        polling = false;       // not the next poll: now
     }
-    std::int64_t elapsed = now_ms - r->last_ms;
-    if (r->sent && elapsed >= 0 &&
-        static_cast<std::uint64_t>(elapsed) < r->conf.min_ms) {
-        set_timer(r, r->conf.min_ms - static_cast<std::uint64_t>(elapsed));
+    std::int64_t elapsed = now_ms - last_ms;
+    if (sent && elapsed >= 0 &&
+        static_cast<std::uint64_t>(elapsed) < conf_.min_ms) {
+        set_timer(conf_.min_ms - static_cast<std::uint64_t>(elapsed));
         return;
     }
-    send(r, now_ms);
+    send(now_ms);
 }
 
-bool refresher_fired(rrl_refresher_t* r) {
-    r->timer_set = 0;
-    r->polling = 0;
-    if (!r->asking) return false;
-    r->generation++;  // a late answer is ignored
-    r->asking = 0;
+bool Refresher::fired() {
+    timer_set = false;
+    polling = false;
+    if (!asking) return false;
+    generation++;  // a late answer is ignored
+    asking = false;
     return true;
 }
 
-void refresher_failed(rrl_refresher_t* r) {
-    if (r->conf.rotate) r->target++;
-    if (r->stopped || r->timer_set) return;
-    r->failures++;
-    r->again = 0;
-    set_timer(r,
-              r->failures <= r->conf.quick ? r->conf.min_ms : r->conf.retry_ms);
+void Refresher::failed() {
+    if (conf_.rotate) next_target++;
+    if (stopped || timer_set) return;
+    failures++;
+    again = false;
+    set_timer(failures <= conf_.quick ? conf_.min_ms : conf_.retry_ms);
 }
 
-bool refresher_answer(rrl_refresher_t* r, std::uint64_t generation) {
-    if (!r->asking || generation != r->generation) return false;
-    r->asking = 0;
-    set_timer(r, 0);
+bool Refresher::answer(std::uint64_t g) {
+    if (!asking || g != generation) return false;
+    asking = false;
+    set_timer(0);
     return true;
 }
 
-bool refresher_answered(rrl_refresher_t* r) {
-    r->failures = 0;
-    if (r->again) {
+bool Refresher::answered() {
+    failures = 0;
+    if (again) {
         // a failure came meanwhile: the answer may be older than it
-        r->again = 0;
+        again = false;
         return true;
     }
-    if (r->conf.poll_ms == 0 || r->timer_set || r->stopped) return false;
-    r->polling = 1;
-    set_timer(r, r->conf.poll_ms);
+    if (conf_.poll_ms == 0 || timer_set || stopped) return false;
+    polling = true;
+    set_timer(conf_.poll_ms);
     return false;
 }
 
-std::size_t refresher_target(rrl_refresher_t* r, std::size_t n, bool take) {
+std::size_t Refresher::target(std::size_t n, bool take) {
     if (n == 0) return 0;
-    auto target = static_cast<std::size_t>(r->target % n);
-    if (take) r->target++;
-    return target;
+    auto t = static_cast<std::size_t>(next_target % n);
+    if (take) next_target++;
+    return t;
 }
 
-void refresher_stop(rrl_refresher_t* r) {
-    set_timer(r, 0);
-    r->generation++;
-    r->asking = 0;
-    r->stopped = 1;
+void Refresher::stop() {
+    set_timer(0);
+    generation++;
+    asking = false;
+    stopped = true;
 }
 
 }  // namespace rrl

@@ -40,6 +40,7 @@ rrl_decision_t decide_results(const rrl_limit_result_t* results,
 // Whole seconds, rounded up: a client that waits that long is not early.
 std::int64_t seconds_up(std::int64_t us);
 
+// Retry-After: whole seconds, rounded up, at least 1.
 std::int64_t retry_after_seconds(std::int64_t retry_after_us);
 
 bool is_noscript(std::string_view error_reply);

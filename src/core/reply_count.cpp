@@ -2,18 +2,10 @@
 
 namespace rrl {
 
-void reply_count_init(rrl_reply_count_t* rc) {
-    *rc = rrl_reply_count_t{};
-}
-
-void reply_count_sent(rrl_reply_count_t* rc) {
-    rc->sent++;
-}
-
-bool reply_count_read(rrl_reply_count_t* rc, bool nested) {
+bool ReplyCount::read(bool nested) {
     if (nested) return true;
-    if (++rc->replies <= rc->sent) return true;
-    rc->unsolicited = 1;
+    if (++replies <= sent) return true;
+    unsolicited = true;
     return false;
 }
 

@@ -4,15 +4,22 @@
 // is caught as it is read, so the connection fails instead of the worker.
 #pragma once
 
-#include "rrl_reply_count.h"
+#include <cstdint>
 
 namespace rrl {
 
-void reply_count_init(rrl_reply_count_t* rc);
+struct ReplyCount {
+    std::uint64_t sent = 0;     // commands sent on the connection
+    std::uint64_t replies = 0;  // top-level replies read
+    bool unsolicited = false;   // a reply came that no command awaits
 
-void reply_count_sent(rrl_reply_count_t* rc);
-
-// False, and unsolicited set, for a top-level reply nothing awaits.
-bool reply_count_read(rrl_reply_count_t* rc, bool nested);
+    // a new connection: nothing sent, nothing read
+    void reset() { *this = ReplyCount{}; }
+    // a command was sent
+    void command() { sent++; }
+    // A reply, or an element of one (nested), is being read: false, and
+    // unsolicited set, when no command awaits it: the connection must fail.
+    bool read(bool nested);
+};
 
 }  // namespace rrl

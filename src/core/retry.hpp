@@ -1,4 +1,4 @@
-// What a batch's reply leads to, by its kind (rrl_reply_error_kind(), or
+// What a batch's reply leads to, by its kind (error_kind(), or
 // RRL_REPLY_ERROR for a reply that is not an error): sent again once after
 // NOSCRIPT (with the script loaded: Redis lost it and did not run it), once
 // after MOVED or ASK (to the node named), else answered; whether the

@@ -1,7 +1,9 @@
 /*
- * The C API of the rate limiter core: the only header the nginx shim
- * includes from the core. Every function is noexcept: failures come back
- * as return codes and, where useful, a message through the log callback.
+ * The C API of the rate limiter core: its common codes, the log callback,
+ * and the rules the nginx shim calls that belong to no subsystem's header
+ * (rrl_conf.h, rrl_engine.h, rrl_lease.h, ... include this one). Every
+ * function is noexcept: failures come back as return codes and, where
+ * useful, a message through the log callback.
  */
 
 #ifndef RRL_H
@@ -40,61 +42,17 @@ typedef enum {
 
 #define RRL_DEFAULT_ALGORITHM  RRL_SLIDING_WINDOW
 
-/* "fixed_window" -> RRL_FIXED_WINDOW, "gcra" -> RRL_LEAKY_BUCKET; RRL_ERROR */
-int rrl_algorithm_parse(const char *name, size_t len) RRL_NOEXCEPT;
-const char *rrl_algorithm_name(int algorithm) RRL_NOEXCEPT;
-
+/* "burst=" not given (algorithm.hpp: effective_burst()) */
 #define RRL_BURST_UNSET  UINT64_MAX
 
-/*
- * The burst an algorithm works with, given "burst=" (or RRL_BURST_UNSET):
- * token_bucket's bucket holds N tokens unless told otherwise; the others
- * have no extra allowance unless told.
- */
-uint64_t rrl_burst(int algorithm, uint64_t limit, uint64_t burst) RRL_NOEXCEPT;
-
-/*
- * The most one request may cost and still pass, on an idle key: N + burst
- * for the window algorithms, the bucket (burst) for token_bucket, 1 + burst
- * for leaky_bucket. It is X-RateLimit-Limit. 0: no request can ever pass.
- */
-uint64_t rrl_capacity(int algorithm, uint64_t limit, uint64_t burst)
-    RRL_NOEXCEPT;
-
-/*
- * The largest capacity a zone of the algorithm may have: sliding_log keeps
- * one sorted-set member per unit of cost, and a call adds up to the
- * capacity at once, so N + burst is at most RRL_SLIDING_LOG_MAX_CAPACITY
- * (a call's work stays within a few ms of Redis); the others keep a few
- * numbers whatever N, and have no bound but N's and burst's own.
- */
+/* the largest N + burst of sliding_log (algorithm.hpp: max_capacity()) */
 #define RRL_SLIDING_LOG_MAX_CAPACITY  10000
 
-uint64_t rrl_max_capacity(int algorithm) RRL_NOEXCEPT;
-
 /*
- * How long a key's state can matter, in ms: a window (fixed_window,
- * sliding_log), two (sliding_window), or the time to refill or drain a
- * whole bucket. Every duration in the script's reply is at most this; zones
- * over RRL_MAX_STATE_MS are refused.
+ * The longest a key's state may matter (algorithm.hpp:
+ * state_lifetime_ms()): zones over it are refused.
  */
 #define RRL_MAX_STATE_MS  (UINT64_C(100) * 365 * 86400 * 1000)
-
-uint64_t rrl_state_lifetime_ms(int algorithm, uint64_t limit,
-    uint64_t period_ms, uint64_t burst) RRL_NOEXCEPT;
-
-
-typedef struct {
-    uint64_t  count;       /* N in "Nr/PERIOD" */
-    uint64_t  period_ms;   /* PERIOD */
-} rrl_rate_t;
-
-/* "10r/s", "240r/h", "5r/10s", "100r/1m30s" */
-int rrl_rate_parse(const char *text, size_t len, rrl_rate_t *rate)
-    RRL_NOEXCEPT;
-
-/* nginx time syntax ("10s", "5m", "1h30m", "250ms", plain "7" = seconds) */
-int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
 
 
 /*
@@ -110,8 +68,6 @@ int rrl_time_parse_ms(const char *text, size_t len, uint64_t *ms) RRL_NOEXCEPT;
 uint64_t rrl_cost_parse(const unsigned char *text, size_t len) RRL_NOEXCEPT;
 
 
-/* Zone names become part of Redis keys: printable, no blanks, no braces. */
-int rrl_zone_name_valid(const char *name, size_t len) RRL_NOEXCEPT;
 
 /* Longest key rrl_key_build() writes for a zone name of zone_len bytes. */
 size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
@@ -126,16 +82,9 @@ size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
 size_t rrl_key_build(char *buf, const char *zone, size_t zone_len,
     int algorithm, const unsigned char *key, size_t key_len) RRL_NOEXCEPT;
 
-/*
- * Writes a printable, escaped copy of s (for logs) of at most size bytes,
- * size >= 4, cut with "..." if needed; returns its length.
- */
-size_t rrl_printable(char *buf, size_t size, const unsigned char *s,
-    size_t len) RRL_NOEXCEPT;
 
 
-/* The Lua script run by EVALSHA, and its SHA-1 in 40 hex digits. */
-const char *rrl_script(size_t *len) RRL_NOEXCEPT;
+/* The SHA-1 of the Lua script run by EVALSHA (script.hpp), 40 hex digits. */
 const char *rrl_script_sha1(void) RRL_NOEXCEPT;
 
 /* Number of ARGV entries the script takes: 1 + RRL_ARGS_PER_LIMIT * n. */
@@ -182,6 +131,7 @@ int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
 void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
     int64_t now_us, rrl_decision_t *decision) RRL_NOEXCEPT;
 
+/* an error reply's kind, by its first word (error_reply.hpp) */
 #define RRL_REPLY_ERROR        0   /* any other error */
 #define RRL_REPLY_NOSCRIPT     1   /* "NOSCRIPT No matching script..." */
 #define RRL_REPLY_MOVED        2   /* "MOVED <slot> <host>:<port>" */
@@ -192,42 +142,13 @@ void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
 #define RRL_REPLY_MASTERDOWN   7
 #define RRL_REPLY_LOADING      8
 
-/*
- * Classifies an error reply by its first word (up to the first space or the
- * end), exactly, case-sensitive.
- */
-int rrl_reply_error_kind(const char *text, size_t len) RRL_NOEXCEPT;
-
-
 #define RRL_CLUSTER_SLOTS  16384
-
-/*
- * The Redis Cluster slot of a key: CRC16 (XMODEM, as Redis' crc16.c) mod
- * 16384, of the hash tag when the key has one ({...} non-empty, first '{'
- * then the first '}' after it), as Redis' keyHashSlot().
- */
-unsigned rrl_key_slot(const char *key, size_t len) RRL_NOEXCEPT;
 
 #define RRL_HOST_MAX  256   /* with its NUL */
 
 /*
- * The target of a MOVED or ASK error: slot (< 16384), host (copied,
- * NUL-terminated, into host of RRL_HOST_MAX bytes; the port is after the
- * LAST ':' so "::1:7000" gives host "::1"; brackets "[::1]:7000" are
- * stripped too), port (1..65535). RRL_ERROR, not logged (the caller has the
- * text), on anything malformed: an empty host or "?" (Redis 7 sends those
- * when it has no endpoint to announce), a host of RRL_HOST_MAX bytes or
- * more or with bytes that are not printable ASCII, blanks or brackets,
- * trailing garbage. The text may be anything a hostile server sends (not
- * NUL-terminated, any bytes).
- */
-int rrl_reply_redirect(const char *text, size_t len, unsigned *slot,
-    char *host, unsigned *port) RRL_NOEXCEPT;
-
-
-/*
- * A Redis reply as a tree, built by the shim from hiredis' reply (the core
- * never sees hiredis types).
+ * A Redis reply as a tree, built by the engine from hiredis' reply for the
+ * topology's parsers (topology.hpp).
  */
 #define RRL_VALUE_STRING   1
 #define RRL_VALUE_ARRAY    2
@@ -247,40 +168,6 @@ struct rrl_value_s {
     size_t              nelements;
 };
 
-typedef struct {
-    unsigned  start;                /* inclusive, < 16384 */
-    unsigned  end;                  /* inclusive, >= start, < 16384 */
-    char      host[RRL_HOST_MAX];   /* the primary's; "" = the node asked */
-    unsigned  port;                 /* 1..65535 */
-} rrl_slot_range_t;
-
-/*
- * The reply to CLUSTER SLOTS (RESP2, Redis 3 to 7): an array of
- * [start, end, [host, port, id, ...], replica entries...]: writes the
- * primary of each range into ranges (at most max entries) and their number
- * into *n. A nil, empty or "?" host (Redis 7's unknown endpoint) is
- * reported as "" (the caller uses the address it asked). RRL_ERROR (and
- * logs why, at RRL_LOG_ERR) on a malformed reply: not an array, an entry
- * with fewer than 3 elements, non-integer or out-of-range start/end/port,
- * start > end, overlapping ranges, a host that is neither a string nor nil
- * or that rrl_reply_redirect() refuses (too long...), more than max ranges. Ranges need not cover all slots (a cluster
- * being set up), ranges come in any order.
- */
-int rrl_cluster_slots_parse(const rrl_value_t *reply, rrl_slot_range_t *ranges,
-    size_t max, size_t *n) RRL_NOEXCEPT;
-
-/*
- * The reply to SENTINEL get-master-addr-by-name: [host, port] as two
- * strings. RRL_OK with host (NUL-terminated, RRL_HOST_MAX bytes) and port;
- * RRL_UNKNOWN for a nil reply (the sentinel does not know that name);
- * RRL_ERROR (logged) for anything else: an error reply, wrong shapes, port
- * not a decimal 1..65535, a host as rrl_reply_redirect() refuses it.
- */
-#define RRL_UNKNOWN  1
-
-int rrl_sentinel_addr_parse(const rrl_value_t *reply, char *host,
-    unsigned *port) RRL_NOEXCEPT;
-
 /*
  * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail
  * local": a fixed-size POD, all zero when there is none (see local.hpp).
@@ -291,20 +178,7 @@ typedef struct {
     double   c;
 } rrl_local_state_t;
 
-/*
- * Decides one limit locally, at now_us, as the script would on a key
- * holding *state: *result is the script's reply for the limit, and *next
- * the state to keep if the request passes (every limit of it). sliding_log
- * is decided as sliding_window. RRL_ERROR: an unknown algorithm, a zero
- * limit or period.
- */
-int rrl_local_check(int algorithm, uint64_t limit, uint64_t period_ms,
-    uint64_t burst, uint64_t cost, int64_t now_us,
-    const rrl_local_state_t *state, rrl_local_state_t *next,
-    rrl_limit_result_t *result) RRL_NOEXCEPT;
 
-/* Whole seconds, rounded up, at least 1. */
-int64_t rrl_retry_after_seconds(int64_t retry_after_us) RRL_NOEXCEPT;
 
 /*
  * The deny cache ("redis_ratelimit_deny_cache"): a rejection Redis sent
@@ -316,7 +190,7 @@ typedef struct {
     int       algorithm;
     uint64_t  limit;
     uint64_t  period_ms;
-    uint64_t  burst;       /* as the algorithm uses it: rrl_burst()'s */
+    uint64_t  burst;       /* as the algorithm uses it (effective_burst) */
     uint32_t  redis;       /* which Redis: a tag of the caller's choice */
     uint64_t  cost;
 } rrl_deny_limit_t;
@@ -345,54 +219,6 @@ int rrl_deny_learn(int64_t sent_us, int64_t now_us,
     const rrl_deny_limit_t *limit, const rrl_limit_result_t *result,
     rrl_deny_entry_t *entry) RRL_NOEXCEPT;
 
-/*
- * 1 when *entry rejects a request of *limit at now_us: same zone and
- * Redis, the entry's cost (with fixed_window, whose wait is the window's
- * end for every cost: any cost from the entry's, as a smaller one may pass
- * earlier, to the capacity), now_us before until_us; values then holds the
- * limit's part of a script reply (passed, remaining, reset_after_us,
- * retry_after_us), waits never shorter than Redis's. 0 otherwise.
- */
-int rrl_deny_applies(const rrl_deny_entry_t *entry,
-    const rrl_deny_limit_t *limit, int64_t now_us,
-    int64_t values[RRL_REPLY_PER_LIMIT]) RRL_NOEXCEPT;
-
-/*
- * The circuit breaker of one Redis node (see breaker.hpp): closed, calls
- * go; after max_failures failures in a row, open: calls are refused for
- * cooldown_ms; then half open: one call, the probe, goes; its success
- * closes the circuit, its failure opens it again, and a probe never sent
- * is abandoned (the next call probes). Times in ms of the caller's clock.
- */
-#define RRL_BREAKER_CLOSED     0
-#define RRL_BREAKER_OPEN       1
-#define RRL_BREAKER_HALF_OPEN  2
-
-typedef struct {
-    int       state;
-    int       probing;          /* half open: the probe is out */
-    uint64_t  failures;         /* in a row */
-    int64_t   open_until_ms;
-    uint64_t  max_failures;
-    int64_t   cooldown_ms;
-} rrl_breaker_t;
-
-/* what rrl_breaker_allow() says of a call */
-#define RRL_BREAKER_CALL    0
-#define RRL_BREAKER_PROBE   1   /* half open: the call is the probe */
-#define RRL_BREAKER_REFUSE  2
-
-/* what an outcome changed, to be logged once */
-#define RRL_BREAKER_NO_CHANGE  0
-#define RRL_BREAKER_OPENED     1
-#define RRL_BREAKER_CLOSED_AGAIN  2
-
-void rrl_breaker_init(rrl_breaker_t *b, uint64_t max_failures,
-    int64_t cooldown_ms) RRL_NOEXCEPT;
-int rrl_breaker_allow(rrl_breaker_t *b, int64_t now_ms) RRL_NOEXCEPT;
-int rrl_breaker_success(rrl_breaker_t *b) RRL_NOEXCEPT;
-int rrl_breaker_failure(rrl_breaker_t *b, int64_t now_ms) RRL_NOEXCEPT;
-void rrl_breaker_abandon(rrl_breaker_t *b) RRL_NOEXCEPT;
 
 /*
  * Metrics ("redis_ratelimit_metrics"): the Prometheus text exposition
@@ -466,9 +292,6 @@ typedef struct {
     uint64_t                   circuits[RRL_METRICS_CIRCUIT_STATES];
 } rrl_metrics_t;
 
-/* the bucket of a round trip of rtt_us: the first bound >= it */
-size_t rrl_metrics_bucket(uint64_t rtt_us) RRL_NOEXCEPT;
-
 /*
  * Writes the exposition of *m into buf, at most size bytes (buf may be
  * NULL when size is 0); returns its whole length, as snprintf does, or 0
@@ -490,7 +313,7 @@ typedef struct {
     int          algorithm;
     uint64_t     limit;       /* N of rate=Nr/PERIOD */
     uint64_t     period_ms;
-    uint64_t     burst;       /* as the algorithm uses it: rrl_burst()'s */
+    uint64_t     burst;       /* as the algorithm uses it (effective_burst) */
 } rrl_policy_t;
 
 /* RateLimit-Policy: one item per limit, "<zone>";q=<N>;w=<seconds> */

@@ -2,7 +2,7 @@
  * How the nginx shim uses the deny cache ("redis_ratelimit_deny_cache"):
  * for which limits, for which Redis, and what it answers for a limit of a
  * request from the key's entry. The arithmetic of an entry is rrl.h's
- * rrl_deny_learn() and rrl_deny_applies().
+ * rrl_deny_learn() and deny_applies() (deny.hpp).
  */
 
 #ifndef RRL_DENY_CACHE_H
@@ -25,7 +25,7 @@ extern "C" {
  */
 int rrl_deny_usable(int dry_run, int cluster, int combined) RRL_NOEXCEPT;
 
-/* A request's limit of a zone (burst as rrl_burst() gives it), all set. */
+/* A request's limit of a zone (burst: effective_burst()'s), all set. */
 rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     uint64_t period_ms, uint64_t burst, uint32_t redis, uint64_t cost)
     RRL_NOEXCEPT;
@@ -54,7 +54,7 @@ uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
 /*
  * The cache's answer for a limit of a request at now_us, from the key's
  * *entry (NULL: none, or the limit is not usable), written into *result:
- * Redis's values (rrl_deny_applies()) when RRL_DENY_REJECTED, otherwise an
+ * Redis's values (deny_applies()) when RRL_DENY_REJECTED, otherwise an
  * idle key's (passed, the capacity, no wait), as the limit was not
  * consulted. A request with one limit rejected is decided on its results
  * by rrl_decision_of(), with this server's time standing for Redis's.

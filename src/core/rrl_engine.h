@@ -58,9 +58,14 @@ typedef struct {
     /* writes what hiredis has queued on the connection now */
     void      (*flush)(void *conn);
 
-    /* metrics: an RRL_METRICS_ERR_*; a script call's reply, sent at us */
+    /*
+     * metrics: a call failed or was not made, RRL_METRICS_ERR_*; a script
+     * call's reply came (or was lost): its round trip's bucket
+     * (RRL_METRICS_BUCKETS: not timed) and rtt_us, and the error kind it
+     * counts as (-1: none)
+     */
     void      (*error)(int kind);
-    void      (*reply)(int64_t sent, const void *reply);
+    void      (*reply)(size_t bucket, uint64_t rtt_us, int kind);
 } rrl_loop_t;
 
 /* an address of redis_ratelimit_server, numeric (resolved at conf time) */
@@ -127,7 +132,7 @@ rrl_engine_t *rrl_engine_new(const rrl_engine_conf_t *conf,
 void rrl_engine_free(rrl_engine_t *engine) RRL_NOEXCEPT;
 
 /*
- * The script call of argv (as rrl_call_args_build() lays it out; zones[j]
+ * The script call of argv (as rrl_call_args() lays it out; zones[j]
  * names limit j's zone, n of them): in a cluster one part a slot of the
  * keys, each to its primary, in the batches of this turn. done(request,
  * data) runs once, from a posted event, after every reply, a failure or

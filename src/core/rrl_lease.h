@@ -56,7 +56,7 @@ typedef struct {
     int       algorithm;
     uint64_t  limit;
     uint64_t  period_ms;
-    uint64_t  burst;      /* as rrl_burst() gives it */
+    uint64_t  burst;      /* as effective_burst() gives it */
     unsigned  percent;    /* P of lease=P% */
     uint64_t  cost;       /* 0: a renewal */
 } rrl_lease_limit_t;

@@ -1,7 +1,7 @@
 /*
  * A key's entry in a local zone ("redis_ratelimit_fail local"): its state
- * and how long it matters, decided with rrl_local_check() on the share of
- * a zone this server allows alone (local_share=1/K).
+ * and how long it matters, decided with local_check() (local.hpp) on the
+ * share of a zone this server allows alone (local_share=1/K).
  */
 
 #ifndef RRL_LOCAL_ZONE_H
@@ -21,19 +21,19 @@ typedef struct {
 } rrl_local_entry_t;
 
 /*
- * N and burst of a zone (burst as rrl_burst() gives it) that one of share
- * servers allows alone: its share of each, at least one request per
+ * N and burst of a zone (burst as effective_burst() gives it) that one of
+ * share servers allows alone: its share of each, at least one request per
  * period, and a token bucket keeps at least one token. A share of 0 is 1.
  */
 void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
     uint64_t share, uint64_t *local_limit, uint64_t *local_burst)
     RRL_NOEXCEPT;
 
-/* rrl_capacity() of the share: X-RateLimit-Limit while decided locally. */
+/* capacity() of the share: X-RateLimit-Limit while decided locally */
 uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
     uint64_t share) RRL_NOEXCEPT;
 
-/* A limit of a request (burst as rrl_burst() gives it) and its key's entry. */
+/* A limit of a request (burst: effective_burst()'s) and its key's entry */
 typedef struct {
     int                       algorithm;
     uint64_t                  limit;
@@ -58,7 +58,7 @@ rrl_local_limit_t rrl_local_limit(const rrl_call_limit_t *zone_limit,
  * passes, now_us, then each limit's part), next[i] what limit i's key
  * keeps if it passed, which matters until the limit's reset; nothing is
  * kept otherwise. Returns the number of values, 0 on failure (a limit
- * rrl_local_check() refuses).
+ * local_check() (local.hpp) refuses).
  */
 size_t rrl_local_zone_decide(const rrl_local_limit_t *limits, size_t n,
     uint64_t share, int64_t now_us, rrl_local_entry_t *next,

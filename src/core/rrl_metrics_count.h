@@ -1,6 +1,7 @@
 /*
- * The C API of metrics counting (metrics_count.hpp): what a request, a
- * script call's reply and a node count as in "redis_ratelimit_metrics".
+ * The C API of metrics counting (metrics_count.hpp): what a request counts
+ * as in "redis_ratelimit_metrics", and the workers' gauges in shared
+ * memory. The engine counts its calls' replies and nodes itself.
  */
 
 #ifndef RRL_METRICS_COUNT_H
@@ -61,25 +62,6 @@ int rrl_metrics_lease_counter(unsigned lease, int leased, int replied)
  */
 void rrl_metrics_zone_counts(rrl_metrics_zone_t *z, const uint64_t *counters)
     RRL_NOEXCEPT;
-
-/*
- * The RRL_METRICS_ERR_ kind a script call's reply counts as, -1: none (an
- * array: the script answered). replied: 0 when the connection was lost;
- * error: an error reply's text (NULL: not an error reply).
- */
-int rrl_metrics_reply_error(int replied, int array, const char *error,
-    size_t len) RRL_NOEXCEPT;
-
-/*
- * A call sent at sent_us (0: not known) and answered at now_us: 1 and its
- * round trip's *rtt_us and *bucket, 0 when it counts in no bucket.
- */
-int rrl_metrics_rtt(int64_t sent_us, int64_t now_us, uint64_t *rtt_us,
-    size_t *bucket) RRL_NOEXCEPT;
-
-/* adds a node in use to the gauges: connected or not, its circuit's state */
-void rrl_metrics_gauge_node(rrl_metrics_t *m, int connected,
-    int breaker_state) RRL_NOEXCEPT;
 
 /* one worker's gauges, as it publishes them in shared memory */
 typedef struct {

@@ -1,5 +1,7 @@
 // The embedded Lua script (generated from lua/ at build time) and its
 // SHA-1, computed once, for EVALSHA.
+#include "script.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -19,9 +21,8 @@ const std::string& script_sha1() {
 
 }  // namespace
 
-extern "C" const char* rrl_script(size_t* len) noexcept {
-    *len = script_text.size();
-    return script_text.data();
+std::string_view rrl::script() {
+    return script_text;
 }
 
 extern "C" const char* rrl_script_sha1(void) noexcept {

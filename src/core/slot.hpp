@@ -1,6 +1,7 @@
 // The Redis Cluster slot of a key, as Redis' keyHashSlot() computes it:
-// CRC16 of the key, or of its hash tag, mod 16384. The shim uses it to send
-// a command straight to the node that serves the key.
+// CRC16 of the key, or of its hash tag, mod 16384. A call (call.hpp) is
+// split by it, so that each part goes straight to the node that serves its
+// keys.
 #pragma once
 
 #include <cstdint>

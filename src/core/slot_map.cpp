@@ -16,9 +16,9 @@ void SlotMap::set(unsigned slot, void* node) {
     if (slot < slots_.size()) slots_[slot] = node;
 }
 
-std::optional<SlotMap::Summary> SlotMap::replace(const rrl_slot_range_t* ranges,
-                                                 void* const* nodes,
-                                                 std::size_t n) {
+std::optional<SlotMap::Summary> SlotMap::replace(
+    const std::vector<SlotRange>& ranges, void* const* nodes) {
+    std::size_t n = ranges.size();
     for (std::size_t i = 0; i < n; i++) {
         if (ranges[i].start > ranges[i].end ||
             ranges[i].end >= RRL_CLUSTER_SLOTS) {

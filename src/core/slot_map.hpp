@@ -1,7 +1,7 @@
 // The node serving each Redis Cluster slot: built from the ranges of
-// CLUSTER SLOTS, each with the node the shim found for its primary (none:
+// CLUSTER SLOTS, each with the node the engine found for its primary (none:
 // left out, e.g. a primary named by a host name), changed slot by slot by
-// MOVED. Nodes are the shim's, opaque here.
+// MOVED. Nodes are the engine's, opaque here.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "rrl.h"
+#include "topology.hpp"
 
 namespace rrl {
 
@@ -27,9 +27,11 @@ class SlotMap {
         std::size_t primaries;  // distinct nodes
     };
 
-    // nullopt (the map unchanged) when a range is out of the slots
-    std::optional<Summary> replace(const rrl_slot_range_t* ranges,
-                                   void* const* nodes, std::size_t n);
+    // The map from CLUSTER SLOTS: the slots of ranges[i] to nodes[i]
+    // (nullptr: left out), every other slot to none. nullopt (the map
+    // unchanged) when a range is out of the slots.
+    std::optional<Summary> replace(const std::vector<SlotRange>& ranges,
+                                   void* const* nodes);
 
    private:
     std::vector<void*> slots_;

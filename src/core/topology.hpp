@@ -1,7 +1,7 @@
 // Where the primaries are: the replies to CLUSTER SLOTS (which node serves
 // which slots) and to SENTINEL get-master-addr-by-name, given as the tree
-// of rrl_value_t the shim builds from hiredis' reply. Both come from the
-// network: every shape, number and host is checked before the shim
+// of rrl_value_t the engine builds from hiredis' reply. Both come from the
+// network: every shape, number and host is checked before the engine
 // connects anywhere.
 #pragma once
 

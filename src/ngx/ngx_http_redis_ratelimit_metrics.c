@@ -15,8 +15,6 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <hiredis/hiredis.h>
-
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
 #include "rrl_metrics_count.h"
@@ -232,34 +230,19 @@ ngx_http_redis_ratelimit_metrics_error(int kind)
 }
 
 
-/* a script call's reply (NULL: the connection was lost), sent at "sent" */
+/* a script call's reply: its round trip's bucket and rtt, its error kind */
 
 void
-ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply)
+ngx_http_redis_ratelimit_metrics_reply(size_t bucket, uint64_t rtt, int kind)
 {
-    int                                        kind;
-    size_t                                     bucket;
-    uint64_t                                   rtt;
-    const redisReply                          *rr = reply;
     ngx_http_redis_ratelimit_metrics_shctx_t  *sh;
 
     sh = ngx_http_redis_ratelimit_metrics_sh();
 
-    if (sh == NULL) {
-        return;
-    }
-
-    if (rr && rrl_metrics_rtt(sent, ngx_http_redis_ratelimit_clock(), &rtt,
-                              &bucket))
-    {
+    if (sh && bucket < RRL_METRICS_BUCKETS) {
         (void) ngx_atomic_fetch_add(&sh->rtt_buckets[bucket], 1);
         (void) ngx_atomic_fetch_add(&sh->rtt_sum_us, (ngx_atomic_int_t) rtt);
     }
-
-    kind = rrl_metrics_reply_error(rr != NULL,
-                                   rr && rr->type == REDIS_REPLY_ARRAY,
-                                   (rr && rr->type == REDIS_REPLY_ERROR)
-                                   ? rr->str : NULL, rr ? rr->len : 0);
 
     ngx_http_redis_ratelimit_metrics_error(kind);
 }

@@ -265,8 +265,9 @@ void ngx_http_redis_ratelimit_metrics_count(
     ngx_http_redis_ratelimit_zone_t *zone, ngx_int_t offset, int counter);
 /* a Redis call failed, or was not made: RRL_METRICS_ERR_* */
 void ngx_http_redis_ratelimit_metrics_error(int kind);
-/* a script call's reply (a redisReply, NULL: lost), sent at "sent" */
-void ngx_http_redis_ratelimit_metrics_reply(int64_t sent, const void *reply);
+/* a script call's reply: bucket (RRL_METRICS_BUCKETS: none), rtt, kind */
+void ngx_http_redis_ratelimit_metrics_reply(size_t bucket, uint64_t rtt,
+    int kind);
 /* the worker's gauges are the engine's (NULL: none), every second */
 void ngx_http_redis_ratelimit_metrics_gauges(rrl_engine_t *engine);
 

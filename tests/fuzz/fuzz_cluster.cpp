@@ -1,5 +1,5 @@
-// rrl_reply_error_kind and rrl_reply_redirect on the raw bytes, and
-// rrl_cluster_slots_parse and rrl_sentinel_addr_parse on a reply tree
+// error_kind() and parse_redirect() on the raw bytes, and
+// parse_cluster_slots() and parse_sentinel_primary() on a reply tree
 // decoded from them.
 //
 // Tree encoding: a byte picks the type (% 6: string, array, integer, nil,
@@ -7,16 +7,19 @@
 // an array a count byte (% 8) and its elements (depth at most 4); an
 // integer a byte that picks a slot-sized, port-sized or raw 64-bit value.
 // Missing bytes read as 0. Byte 0 is also the max of ranges (% 8).
-// Invariants on RRL_OK: ranges within bounds and disjoint, at most max of
-// them, hosts NUL-terminated within RRL_HOST_MAX, ports 1..65535.
+// Invariants on a parse: ranges within bounds and disjoint, at most max of
+// them, hosts shorter than RRL_HOST_MAX, ports 1..65535.
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "error_reply.hpp"
 #include "fuzz_check.hpp"
 #include "rrl.h"
+#include "topology.hpp"
 
 namespace {
 
@@ -77,12 +80,9 @@ class Decoder {
     std::vector<std::unique_ptr<rrl_value_t[]>> arrays_;
 };
 
-void check_host(const char* host) {
-    std::size_t len = strnlen(host, RRL_HOST_MAX);
-    FUZZ_CHECK(len < RRL_HOST_MAX);
-    for (std::size_t i = 0; i < len; i++) {
-        FUZZ_CHECK(host[i] > ' ' && host[i] <= '~');
-    }
+void check_host(const std::string& host) {
+    FUZZ_CHECK(host.size() < RRL_HOST_MAX);
+    for (char c : host) FUZZ_CHECK(c > ' ' && c <= '~');
 }
 
 }  // namespace
@@ -95,48 +95,45 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
     std::string_view text(reinterpret_cast<const char*>(data), size);
 
-    int kind = rrl_reply_error_kind(text.data(), text.size());
+    int kind = rrl::error_kind(text);
     FUZZ_CHECK(kind >= RRL_REPLY_ERROR && kind <= RRL_REPLY_LOADING);
 
-    unsigned slot = 0, port = 0;
-    char host[RRL_HOST_MAX];
-    if (rrl_reply_redirect(text.data(), text.size(), &slot, host, &port) ==
-        RRL_OK) {
+    if (auto r = rrl::parse_redirect(text)) {
         FUZZ_CHECK(kind == RRL_REPLY_MOVED || kind == RRL_REPLY_ASK);
-        FUZZ_CHECK(slot < RRL_CLUSTER_SLOTS);
-        FUZZ_CHECK(port >= 1 && port <= 65535);
-        check_host(host);
-        FUZZ_CHECK(host[0] != '\0');
-        FUZZ_CHECK(text.find(host) != std::string_view::npos);
+        FUZZ_CHECK(r->slot < RRL_CLUSTER_SLOTS);
+        FUZZ_CHECK(r->target.port >= 1 && r->target.port <= 65535);
+        check_host(r->target.host);
+        FUZZ_CHECK(!r->target.host.empty());
+        FUZZ_CHECK(text.find(r->target.host) != std::string_view::npos);
     }
 
     Decoder decoder(data, size);
     rrl_value_t reply = decoder.value(0);
 
     std::size_t max = size > 0 ? data[0] % 8 : 0;
-    std::unique_ptr<rrl_slot_range_t[]> ranges(new rrl_slot_range_t[max]);
-    std::size_t n = 0;
-    if (rrl_cluster_slots_parse(&reply, ranges.get(), max, &n) == RRL_OK) {
+    std::string error;
+    if (auto ranges = rrl::parse_cluster_slots(reply, max, &error)) {
+        std::size_t n = ranges->size();
         FUZZ_CHECK(reply.type == RRL_VALUE_ARRAY && n == reply.nelements);
         FUZZ_CHECK(n <= max);
         for (std::size_t i = 0; i < n; i++) {
-            const rrl_slot_range_t& r = ranges[i];
+            const rrl::SlotRange& r = (*ranges)[i];
             FUZZ_CHECK(r.start <= r.end && r.end < RRL_CLUSTER_SLOTS);
-            FUZZ_CHECK(r.port >= 1 && r.port <= 65535);
-            check_host(r.host);
+            FUZZ_CHECK(r.primary.port >= 1 && r.primary.port <= 65535);
+            check_host(r.primary.host);
             for (std::size_t j = 0; j < i; j++) {
-                FUZZ_CHECK(r.end < ranges[j].start || r.start > ranges[j].end);
+                FUZZ_CHECK(r.end < (*ranges)[j].start ||
+                           r.start > (*ranges)[j].end);
             }
         }
     }
 
-    int rc = rrl_sentinel_addr_parse(&reply, host, &port);
-    FUZZ_CHECK(rc == RRL_OK || rc == RRL_UNKNOWN || rc == RRL_ERROR);
-    FUZZ_CHECK((rc == RRL_UNKNOWN) == (reply.type == RRL_VALUE_NIL));
-    if (rc == RRL_OK) {
-        FUZZ_CHECK(port >= 1 && port <= 65535);
-        check_host(host);
-        FUZZ_CHECK(host[0] != '\0');
+    auto answer = rrl::parse_sentinel_primary(reply, &error);
+    FUZZ_CHECK((answer && !answer->known) == (reply.type == RRL_VALUE_NIL));
+    if (answer && answer->known) {
+        FUZZ_CHECK(answer->primary.port >= 1 && answer->primary.port <= 65535);
+        check_host(answer->primary.host);
+        FUZZ_CHECK(!answer->primary.host.empty());
     }
     return 0;
 }

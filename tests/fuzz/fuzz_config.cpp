@@ -1,6 +1,6 @@
-// The configuration parsers: rrl_rate_parse, rrl_time_parse_ms,
-// rrl_zone_name_valid, rrl_algorithm_parse, and rrl_burst / rrl_capacity /
-// rrl_state_lifetime_ms on what they parse.
+// The configuration parsers: parse_rate(), parse_time_ms(),
+// zone_name_valid(), find_algorithm(), and effective_burst() / capacity() /
+// state_lifetime_ms() on what they parse.
 //
 // Input: fields separated by NUL bytes. Every parser sees every field, each
 // copied to a heap block of its exact length (ASan catches a read past it).
@@ -11,7 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithm.hpp"
 #include "fuzz_check.hpp"
+#include "key.hpp"
+#include "rate.hpp"
 #include "rrl.h"
 
 namespace {
@@ -37,21 +40,28 @@ bool all_digits(std::string_view s) {
     return true;
 }
 
-int parse_rate(std::string_view s, rrl_rate_t* rate) {
+// RRL_OK and *rate, or RRL_ERROR (*rate untouched)
+int parse_rate(std::string_view s, rrl::Rate* rate) {
     Field f(s);
-    return rrl_rate_parse(f.data.get(), f.len, rate);
+    auto parsed = rrl::parse_rate({f.data.get(), f.len});
+    if (!parsed) return RRL_ERROR;
+    *rate = *parsed;
+    return RRL_OK;
 }
 
 int parse_time(std::string_view s, std::uint64_t* ms) {
     Field f(s);
-    return rrl_time_parse_ms(f.data.get(), f.len, ms);
+    auto parsed = rrl::parse_time_ms({f.data.get(), f.len});
+    if (!parsed) return RRL_ERROR;
+    *ms = *parsed;
+    return RRL_OK;
 }
 
-void check_rate(std::string_view s, std::vector<rrl_rate_t>* rates) {
-    rrl_rate_t rate{7, 7};
+void check_rate(std::string_view s, std::vector<rrl::Rate>* rates) {
+    rrl::Rate rate{7, 7};
     int rc = parse_rate(s, &rate);
     FUZZ_CHECK(rc == RRL_OK || rc == RRL_ERROR);
-    rrl_rate_t again{9, 9};
+    rrl::Rate again{9, 9};
     FUZZ_CHECK(parse_rate(s, &again) == rc);  // deterministic
     if (rc != RRL_OK) {
         FUZZ_CHECK(rate.count == 7 && rate.period_ms == 7);  // untouched
@@ -109,9 +119,7 @@ void check_ms_roundtrip(std::uint64_t n) {
 
 void check_zone(std::string_view s) {
     Field f(s);
-    int valid = rrl_zone_name_valid(f.data.get(), f.len);
-    FUZZ_CHECK(valid == 0 || valid == 1);
-    if (!valid) return;
+    if (!rrl::zone_name_valid({f.data.get(), f.len})) return;
     FUZZ_CHECK(!s.empty());
     for (char c : s) {
         FUZZ_CHECK(c > ' ' && c <= '~' && c != '{' && c != '}' && c != ':');
@@ -120,30 +128,29 @@ void check_zone(std::string_view s) {
 
 int check_algorithm(std::string_view s) {
     Field f(s);
-    int id = rrl_algorithm_parse(f.data.get(), f.len);
-    FUZZ_CHECK(id == RRL_ERROR || (id >= 0 && id < RRL_ALGORITHM_COUNT));
-    if (id == RRL_ERROR) return id;
-    const char* name = rrl_algorithm_name(id);
-    FUZZ_CHECK(name != nullptr);
-    FUZZ_CHECK(s == name || s == "gcra");
-    FUZZ_CHECK(rrl_algorithm_parse(name, std::strlen(name)) == id);
+    const rrl::Algorithm* a = rrl::find_algorithm({f.data.get(), f.len});
+    if (a == nullptr) return RRL_ERROR;
+    int id = a->id;
+    FUZZ_CHECK(id >= 0 && id < RRL_ALGORITHM_COUNT);
+    FUZZ_CHECK(rrl::algorithm(id) == a);
+    FUZZ_CHECK(s == a->name || s == "gcra");
+    FUZZ_CHECK(rrl::find_algorithm(a->name) == a);
     return id;
 }
 
 void check_limits(int algorithm, std::uint64_t limit, std::uint64_t period_ms,
                   std::uint64_t burst_arg) {
-    bool known = algorithm >= 0 && algorithm < RRL_ALGORITHM_COUNT;
-    std::uint64_t burst = rrl_burst(algorithm, limit, burst_arg);
-    std::uint64_t capacity = rrl_capacity(algorithm, limit, burst);
+    const rrl::Algorithm* a = rrl::algorithm(algorithm);
+    FUZZ_CHECK((a != nullptr) ==
+               (algorithm >= 0 && algorithm < RRL_ALGORITHM_COUNT));
+    if (a == nullptr) return;
+    std::uint64_t burst = rrl::effective_burst(*a, limit, burst_arg);
+    std::uint64_t capacity = rrl::capacity(*a, limit, burst);
+    (void)capacity;
     std::uint64_t lifetime =
-        rrl_state_lifetime_ms(algorithm, limit, period_ms, burst);
-    FUZZ_CHECK(rrl_state_lifetime_ms(algorithm, limit, period_ms, burst) ==
-               lifetime);
+        rrl::state_lifetime_ms(*a, limit, period_ms, burst);
+    FUZZ_CHECK(rrl::state_lifetime_ms(*a, limit, period_ms, burst) == lifetime);
 
-    if (!known) {
-        FUZZ_CHECK(burst == 0 && capacity == 0 && lifetime == UINT64_MAX);
-        return;
-    }
     if (burst_arg != RRL_BURST_UNSET) {
         FUZZ_CHECK(burst == burst_arg);
     } else {
@@ -193,7 +200,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
         if (fields.size() >= 64) break;
     }
 
-    std::vector<rrl_rate_t> rates;
+    std::vector<rrl::Rate> rates;
     std::vector<std::uint64_t> times;
     int algorithm = RRL_ERROR;
 
@@ -217,7 +224,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                          raw64(fields.back())};
     for (std::uint64_t t : times) bursts.push_back(t / 1000);
     if (rates.empty()) rates.push_back({raw64(fields.front()), raw64(input)});
-    for (const rrl_rate_t& r : rates) {
+    for (const rrl::Rate& r : rates) {
         for (std::uint64_t b : bursts) {
             check_limits(algorithm, r.count, r.period_ms, b);
         }

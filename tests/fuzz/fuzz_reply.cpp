@@ -1,4 +1,4 @@
-// rrl_reply_decode on the script's reply, and rrl_reply_error_kind.
+// rrl_reply_decode on the script's reply, and error_kind().
 //
 // Input: byte 0 picks the mode, byte 1 is nlimits, then int64 values,
 // little-endian (a short tail is zero-padded).
@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error_reply.hpp"
 #include "fuzz_check.hpp"
 #include "rrl.h"
 
@@ -155,7 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     // the error classifier, on the raw bytes
     {
         std::string_view text(reinterpret_cast<const char*>(data), size);
-        int kind = rrl_reply_error_kind(text.data(), text.size());
+        int kind = rrl::error_kind(text);
         bool noscript = text == "NOSCRIPT" ||
                         text.substr(0, 9) == "NOSCRIPT ";
         // the other kinds (MOVED, READONLY...): fuzz_cluster

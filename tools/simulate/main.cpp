@@ -12,7 +12,11 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithm.hpp"
+#include "error_reply.hpp"
+#include "rate.hpp"
 #include "rrl.h"
+#include "script.hpp"
 #include "simulate.hpp"
 
 namespace {
@@ -72,7 +76,7 @@ const char usage_text[] =
 struct Options {
     sim::Pattern pattern = sim::Pattern::steady;
     std::string rate_text = "10r/s";
-    rrl_rate_t rate{10, 1000};
+    rrl::Rate rate{10, 1000};
     std::uint64_t burst = RRL_BURST_UNSET;
     std::uint64_t cost = 1;
     std::uint64_t duration_ms = 0;  // 0: 6 PERIODs
@@ -103,11 +107,9 @@ bool parse_uint(std::string_view text, std::uint64_t* value) {
 }
 
 std::uint64_t parse_time(const std::string& opt, const std::string& text) {
-    std::uint64_t ms;
-    if (rrl_time_parse_ms(text.data(), text.size(), &ms) != RRL_OK || ms == 0) {
-        die("invalid " + opt + " \"" + text + "\"");
-    }
-    return ms;
+    auto ms = rrl::parse_time_ms(text);
+    if (!ms || *ms == 0) die("invalid " + opt + " \"" + text + "\"");
+    return *ms;
 }
 
 Options parse_options(int argc, char** argv) {
@@ -142,11 +144,12 @@ Options parse_options(int argc, char** argv) {
             }
         } else if (arg == "--rate") {
             o.rate_text = next();
-            if (rrl_rate_parse(o.rate_text.data(), o.rate_text.size(),
-                               &o.rate) != RRL_OK) {
+            auto rate = rrl::parse_rate(o.rate_text);
+            if (!rate) {
                 die("invalid --rate \"" + o.rate_text +
                     "\" (e.g. 10r/s, 5r/10s)");
             }
+            o.rate = *rate;
         } else if (arg == "--burst") {
             std::string v = next();
             if (!parse_uint(v, &o.burst)) die("invalid --burst \"" + v + "\"");
@@ -167,9 +170,9 @@ Options parse_options(int argc, char** argv) {
                 std::size_t comma = list.find(',', start);
                 if (comma == std::string::npos) comma = list.size();
                 std::string name = list.substr(start, comma - start);
-                int id = rrl_algorithm_parse(name.data(), name.size());
-                if (id == RRL_ERROR) die("unknown algorithm \"" + name + "\"");
-                o.algorithms.push_back(id);
+                const rrl::Algorithm* a = rrl::find_algorithm(name);
+                if (a == nullptr) die("unknown algorithm \"" + name + "\"");
+                o.algorithms.push_back(a->id);
                 start = comma + 1;
             }
         } else if (arg == "--out") {
@@ -218,11 +221,9 @@ public:
     explicit Script(sim::Connection* c) : c_(c) {}
 
     void load() {
-        size_t len;
-        const char* text = rrl_script(&len);
         std::string error;
-        sim::Reply r = c_->command({"SCRIPT", "LOAD", std::string(text, len)},
-                                   &error);
+        sim::Reply r =
+            c_->command({"SCRIPT", "LOAD", std::string(rrl::script())}, &error);
         if (!r) die(error);
         if (r->type != REDIS_REPLY_STRING) {
             die(std::string("SCRIPT LOAD failed: ") +
@@ -243,7 +244,7 @@ public:
             "1",
             key,
             std::to_string(now_us),
-            rrl_algorithm_name(algorithm),
+            std::string(rrl::algorithm(algorithm)->name),
             std::to_string(o.rate.count),
             std::to_string(o.rate.period_ms),
             std::to_string(burst),
@@ -264,8 +265,7 @@ public:
             if (r->type == REDIS_REPLY_ERROR) {
                 std::string text(r->str, r->len);
                 if (attempt == 0 &&
-                    rrl_reply_error_kind(text.data(), text.size()) ==
-                        RRL_REPLY_NOSCRIPT) {
+                    rrl::error_kind(text) == RRL_REPLY_NOSCRIPT) {
                     load();
                     continue;
                 }
@@ -425,10 +425,12 @@ int main(int argc, char** argv) {
                 ("most allowed in any " + period_text + " (where)").c_str());
 
     for (int alg : o.algorithms) {
-        const std::string name = rrl_algorithm_name(alg);
+        const rrl::Algorithm& a = *rrl::algorithm(alg);
+        const std::string name(a.name);
         const std::string key = "rrl_simulate:{" + name + "}";
-        const std::uint64_t burst = rrl_burst(alg, o.rate.count, o.burst);
-        if (rrl_capacity(alg, o.rate.count, burst) < o.cost) {
+        const std::uint64_t burst =
+            rrl::effective_burst(a, o.rate.count, o.burst);
+        if (rrl::capacity(a, o.rate.count, burst) < o.cost) {
             std::fprintf(stderr,
                          "rrl_simulate: %s: no request of cost %llu can "
                          "ever pass\n",
