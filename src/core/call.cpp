@@ -32,11 +32,9 @@ std::size_t reply_width(std::string_view algorithm) {
 
 }  // namespace
 
-Call::Call(const std::vector<std::string_view>& argv,
-           std::vector<const void*> zones, bool cluster) {
-    std::size_t n = zones.size();
-
-    if (n == 0 || argv.size() != 4 + (1 + RRL_ARGS_PER_LIMIT) * n) {
+Call::Call(const std::string_view* argv, std::size_t argc,
+           const void* const* zones, std::size_t n, bool cluster) {
+    if (n == 0 || argc != 4 + (1 + RRL_ARGS_PER_LIMIT) * n) {
         throw std::invalid_argument("a script call of an unexpected shape");
     }
 

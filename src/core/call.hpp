@@ -32,8 +32,12 @@ class Call {
     // reply whatever its zone, never released;
     // zones[j] names limit j's zone (a batch sends each zone's arguments
     // once). Throws std::invalid_argument when argv is not of that shape.
+    Call(const std::string_view* argv, std::size_t argc,
+         const void* const* zones, std::size_t n, bool cluster);
     Call(const std::vector<std::string_view>& argv,
-         std::vector<const void*> zones, bool cluster);
+         const std::vector<const void*>& zones, bool cluster)
+        : Call(argv.data(), argv.size(), zones.data(), zones.size(),
+               cluster) {}
 
     std::size_t parts() const { return parts_.size(); }
     bool settlement() const { return settlement_; }

@@ -206,11 +206,10 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
 
     // argv not of the script's shape: logged, no call
     auto parts = capi::guarded("call", std::unique_ptr<Call>(), [&] {
-        std::vector<std::string_view> args;
-        for (int i = 0; i < argc; i++) args.emplace_back(argv[i], argvlen[i]);
-        return std::make_unique<Call>(
-            args, std::vector<const void*>(zones, zones + n),
-            mode == RRL_SERVER_CLUSTER);
+        SmallVector<std::string_view, 4 + (1 + RRL_ARGS_PER_LIMIT) * 8> args;
+        for (int i = 0; i < argc; i++) args.push_back({argv[i], argvlen[i]});
+        return std::make_unique<Call>(args.data(), args.size(), zones, n,
+                                      mode == RRL_SERVER_CLUSTER);
     });
     if (parts == nullptr) return nullptr;
     auto* call = new rrl_engine_call_t(*this);
