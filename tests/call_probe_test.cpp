@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "batch.hpp"
-#include "call.hpp"
+#include "call_plan.hpp"
 
 namespace {
 

@@ -21,13 +21,13 @@
 #include <utility>
 #include <vector>
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "key.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "rrl.h"
 #include "slot.hpp"
-#include "topology.hpp"
-#include "topology_answer.hpp"
+#include "topology_replies.hpp"
+#include "topology_fault.hpp"
 
 namespace {
 

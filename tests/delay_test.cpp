@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "call_limit.hpp"
-#include "local.hpp"
+#include "local_algorithms.hpp"
 #include "local_zone.hpp"
 #include "rrl_call_args.h"
 
@@ -30,7 +30,7 @@ rrl_call_limit_t leaky(std::uint64_t n, std::uint64_t period_ms,
 }
 
 // The waits of requests sent at the given times (us after kNow) to one
-// limit, each decided as the script decides (local.cpp is the script's
+// limit, each decided as the script decides (local_algorithms.cpp is the script's
 // arithmetic); a rejected request waits -1.
 std::vector<std::int64_t> waits(const rrl_call_limit_t& l,
                                 const std::vector<std::int64_t>& at,

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "deny.hpp"
+#include "deny_entry.hpp"
 #include "rrl.h"
 #include "rrl_conf.h"
 #include "rrl_deny_cache.h"

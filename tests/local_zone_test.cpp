@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "local.hpp"
+#include "local_algorithms.hpp"
 #include "rrl.h"
 #include "rrl_local_zone.h"
 

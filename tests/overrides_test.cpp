@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "call.hpp"
+#include "call_plan.hpp"
 #include "call_args.hpp"
 #include "call_limit.hpp"
 #include "metrics.hpp"

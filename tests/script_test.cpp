@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 

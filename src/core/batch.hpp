@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "call.hpp"
+#include "call_plan.hpp"
 #include "retry.hpp"
 
 namespace rrl {

@@ -6,7 +6,7 @@
 
 #include "call_args.hpp"
 #include "log.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "small_vector.hpp"
 
 namespace rrl {

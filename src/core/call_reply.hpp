@@ -1,6 +1,6 @@
 // The script's reply to a request's check, decoded into the request's
 // limits: the overrides applied and the leases granted read off it, then
-// each limit's result and the request's decision (reply.hpp), refused when
+// each limit's result and the request's decision (script_reply.hpp), refused when
 // it is not one the script can have sent.
 #pragma once
 

@@ -10,13 +10,13 @@
 
 #include "algorithm.hpp"
 #include "cost.hpp"
-#include "deny.hpp"
+#include "deny_entry.hpp"
 #include "fields.hpp"
 #include "key.hpp"
 #include "log.hpp"
 #include "metrics.hpp"
 #include "problem.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "rrl.h"
 
 using rrl::LogLevel;

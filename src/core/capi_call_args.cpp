@@ -8,7 +8,7 @@
 #include "capi.hpp"
 #include "delay.hpp"
 #include "log.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "rrl_call_args.h"
 
 using rrl::capi::guarded;

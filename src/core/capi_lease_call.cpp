@@ -7,7 +7,7 @@
 
 #include "capi.hpp"
 #include "lease.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "rrl_lease_call.h"
 #include "small_vector.hpp"
 

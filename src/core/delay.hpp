@@ -4,7 +4,7 @@
 // the bucket's TAT was ahead of now: the request's slot comes cost
 // intervals before that, and the first D excess requests go at once, so
 // the wait is reset_after_us - (cost + D) * interval. The local zone
-// replies in the same shape (local.cpp), so fail local waits the same way.
+// replies in the same shape (local_algorithms.cpp), so fail local waits the same way.
 // A wait is never longer than the zone's own rate and burst allow, as
 // limit_req's: (B + 1 - cost - D) x the zone's interval, whatever an
 // override makes the interval.

@@ -1,7 +1,7 @@
 #include "deny_cache.hpp"
 
 #include "algorithm.hpp"
-#include "deny.hpp"
+#include "deny_entry.hpp"
 #include "rrl_deny_cache.h"
 
 namespace rrl {

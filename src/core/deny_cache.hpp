@@ -1,6 +1,6 @@
 // How the shim uses the deny cache (rrl_deny_cache.h): for which limits,
 // for which Redis (a tag of its configuration), and its answer for a
-// limit of a request. The entries' arithmetic is deny.hpp's.
+// limit of a request. The entries' arithmetic is deny_entry.hpp's.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,7 @@
 
 #include "capi.hpp"
 #include "engine.hpp"
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "key.hpp"
 #include "metrics.hpp"
 #include "metrics_count.hpp"

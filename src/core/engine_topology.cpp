@@ -20,7 +20,7 @@
 #include "capi.hpp"
 #include "engine.hpp"
 #include "rrl_conf.h"
-#include "topology_answer.hpp"
+#include "topology_fault.hpp"
 
 namespace rrl::engine {
 

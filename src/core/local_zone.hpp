@@ -1,12 +1,12 @@
 // A local zone's entries (rrl_local_zone.h): the share of a zone one server
 // allows alone with local_share=1/K, and a key's entry decided with
-// local.hpp's algorithms, kept until the state no longer matters.
+// local_algorithms.hpp's algorithms, kept until the state no longer matters.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "local.hpp"
+#include "local_algorithms.hpp"
 #include "rrl_local_zone.h"
 
 namespace rrl {

@@ -1,6 +1,6 @@
 #include "metrics_count.hpp"
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "rrl_call_args.h"
 #include "rrl_lease.h"
 

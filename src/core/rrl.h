@@ -131,7 +131,7 @@ int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
 void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
     int64_t now_us, rrl_decision_t *decision) RRL_NOEXCEPT;
 
-/* an error reply's kind, by its first word (error_reply.hpp) */
+/* an error reply's kind, by its first word (redis_errors.hpp) */
 #define RRL_REPLY_ERROR        0   /* any other error */
 #define RRL_REPLY_NOSCRIPT     1   /* "NOSCRIPT No matching script..." */
 #define RRL_REPLY_MOVED        2   /* "MOVED <slot> <host>:<port>" */
@@ -148,7 +148,7 @@ void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
 
 /*
  * A Redis reply as a tree, built by the engine from hiredis' reply for the
- * topology's parsers (topology.hpp).
+ * topology's parsers (topology_replies.hpp).
  */
 #define RRL_VALUE_STRING   1
 #define RRL_VALUE_ARRAY    2
@@ -170,7 +170,7 @@ struct rrl_value_s {
 
 /*
  * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail
- * local": a fixed-size POD, all zero when there is none (see local.hpp).
+ * local": a fixed-size POD, all zero when there is none (see local_algorithms.hpp).
  */
 typedef struct {
     int64_t  a;
@@ -183,7 +183,7 @@ typedef struct {
 /*
  * The deny cache ("redis_ratelimit_deny_cache"): a rejection Redis sent
  * for a key answers the key's later requests locally, until Redis's own
- * end of it and never after (see deny.hpp). Times are the caller's
+ * end of it and never after (see deny_entry.hpp). Times are the caller's
  * monotonic clock, in us.
  */
 typedef struct {

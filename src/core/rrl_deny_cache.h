@@ -2,7 +2,7 @@
  * How the nginx shim uses the deny cache ("redis_ratelimit_deny_cache"):
  * for which limits, for which Redis, and what it answers for a limit of a
  * request from the key's entry. The arithmetic of an entry is rrl.h's
- * rrl_deny_learn() and deny_applies() (deny.hpp).
+ * rrl_deny_learn() and deny_applies() (deny_entry.hpp).
  */
 
 #ifndef RRL_DENY_CACHE_H

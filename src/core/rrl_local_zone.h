@@ -1,6 +1,6 @@
 /*
  * A key's entry in a local zone ("redis_ratelimit_fail local"): its state
- * and how long it matters, decided with local_check() (local.hpp) on the
+ * and how long it matters, decided with local_check() (local_algorithms.hpp) on the
  * share of a zone this server allows alone (local_share=1/K).
  */
 
@@ -58,7 +58,7 @@ rrl_local_limit_t rrl_local_limit(const rrl_call_limit_t *zone_limit,
  * passes, now_us, then each limit's part), next[i] what limit i's key
  * keeps if it passed, which matters until the limit's reset; nothing is
  * kept otherwise. Returns the number of values, 0 on failure (a limit
- * local_check() (local.hpp) refuses).
+ * local_check() (local_algorithms.hpp) refuses).
  */
 size_t rrl_local_zone_decide(const rrl_local_limit_t *limits, size_t n,
     uint64_t share, int64_t now_us, rrl_local_entry_t *next,

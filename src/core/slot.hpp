@@ -1,5 +1,5 @@
 // The Redis Cluster slot of a key, as Redis' keyHashSlot() computes it:
-// CRC16 of the key, or of its hash tag, mod 16384. A call (call.hpp) is
+// CRC16 of the key, or of its hash tag, mod 16384. A call (call_plan.hpp) is
 // split by it, so that each part goes straight to the node that serves its
 // keys.
 #pragma once

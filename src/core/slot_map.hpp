@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "topology.hpp"
+#include "topology_replies.hpp"
 
 namespace rrl {
 

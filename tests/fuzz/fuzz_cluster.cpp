@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "fuzz_check.hpp"
 #include "rrl.h"
-#include "topology.hpp"
+#include "topology_replies.hpp"
 
 namespace {
 

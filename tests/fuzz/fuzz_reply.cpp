@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "fuzz_check.hpp"
 #include "rrl.h"
 

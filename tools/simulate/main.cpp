@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "algorithm.hpp"
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "rate.hpp"
 #include "rrl.h"
 #include "script.hpp"

@@ -1,4 +1,4 @@
-#include "call.hpp"
+#include "call_plan.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,7 +1,7 @@
 // A request's script call as parts (Call): the split by Cluster
 // slot, the merge of the parts' replies in the request's limit order, and
 // the release form for the parts that passed when another did not.
-#include "call.hpp"
+#include "call_plan.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "topology.hpp"
+#include "topology_replies.hpp"
 
 #include <bitset>
 #include <string_view>

@@ -1,7 +1,7 @@
 // rrl::decode_reply / rrl_reply_decode: validation of the script's reply,
 // the limit reported in headers, reset time and Retry-After; and the error
 // reply classifier.
-#include "reply.hpp"
+#include "script_reply.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 #include "rrl.h"
 
 namespace {

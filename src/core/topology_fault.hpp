@@ -1,7 +1,7 @@
 // What a reply to a topology question (CLUSTER SLOTS, SENTINEL
 // get-master-addr-by-name) says, or why it is of no use, as the engine
 // logs it: no reply, an error reply (its text escaped: a hostile server
-// forges no log line), or not the shape asked for. topology.hpp parses the
+// forges no log line), or not the shape asked for. topology_replies.hpp parses the
 // replies that may be answers.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "address.hpp"
 #include "rrl.h"
-#include "topology.hpp"
+#include "topology_replies.hpp"
 
 namespace rrl {
 

@@ -5,7 +5,7 @@
 // Redis would send, never a later end.
 //
 // Redis rejected at its time T, for a wait R after T (exact to the
-// microsecond: a request at T + R - 1 us is rejected, tests/deny_test.cpp).
+// microsecond: a request at T + R - 1 us is rejected, tests/deny_entry_test.cpp).
 // The caller read its own monotonic clock before sending the call (sent <=
 // T), so the entry ends at sent + R: never after T + R while the two
 // clocks run at the same rate. Until then Redis rejects any request of the

@@ -1,4 +1,4 @@
-#include "topology_answer.hpp"
+#include "topology_fault.hpp"
 
 #include "key.hpp"
 #include "log.hpp"

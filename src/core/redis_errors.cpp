@@ -1,4 +1,4 @@
-#include "error_reply.hpp"
+#include "redis_errors.hpp"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "deny.hpp"
+#include "deny_entry.hpp"
 
 #include "algorithm.hpp"
 

@@ -1,6 +1,6 @@
 // The replies a connection is owed (rrl::ReplyCount): one top-level reply
 // per command sent, elements free, and the first reply too many caught.
-#include "reply_count.hpp"
+#include "owed_replies.hpp"
 
 #include <gtest/gtest.h>
 

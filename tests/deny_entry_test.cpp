@@ -5,7 +5,7 @@
 // real redis-server with injected time: for every rejection of long
 // request sequences, each algorithm, the script still rejects at the
 // entry's last microsecond, at every cost the entry applies to.
-#include "deny.hpp"
+#include "deny_entry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "algorithm.hpp"
-#include "reply.hpp"
+#include "script_reply.hpp"
 #include "rrl.h"
 #include "script_fixture.hpp"
 

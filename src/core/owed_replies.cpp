@@ -1,4 +1,4 @@
-#include "reply_count.hpp"
+#include "owed_replies.hpp"
 
 namespace rrl {
 

@@ -3,7 +3,7 @@
 // script tests, then the local results compared with the real script's, on
 // a real redis-server with injected time, for long deterministic request
 // sequences: every reply and every stored state must be identical.
-#include "local.hpp"
+#include "local_algorithms.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Topology answers (topology_answer.hpp): why a
+// Topology answers (topology_fault.hpp): why a
 // reply to CLUSTER SLOTS or to a sentinel is of no use, as the engine logs
 // it, and the replies that are answers, passed on to the parsers.
-#include "topology_answer.hpp"
+#include "topology_fault.hpp"
 
 #include <gtest/gtest.h>
 

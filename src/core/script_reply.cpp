@@ -1,4 +1,4 @@
-#include "reply.hpp"
+#include "script_reply.hpp"
 
 namespace rrl {
 

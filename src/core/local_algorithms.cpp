@@ -1,4 +1,4 @@
-#include "local.hpp"
+#include "local_algorithms.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -218,7 +218,7 @@ bool local_check(const LocalLimit& limit, std::int64_t now_us,
         case RRL_FIXED_WINDOW:
             *out = fixed_window(l, now, state, next);
             return true;
-        case RRL_SLIDING_LOG:  // a log does not fit: see local.hpp
+        case RRL_SLIDING_LOG:  // a log does not fit: see local_algorithms.hpp
         case RRL_SLIDING_WINDOW:
             *out = sliding_window(l, now, state, next);
             return true;
