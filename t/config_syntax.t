@@ -14,7 +14,7 @@
 #   name the same parameters and keywords for each directive, every
 #   directive of the module has both, with the Context of its command and
 #   the same Default, every parameter the core's parsers
-#   know (src/core/*_conf.cpp) is in both, and every keyword of the
+#   know (src/core/**/*_conf.cpp) is in both, and every keyword of the
 #   README's line is one that the sources know.
 
 use strict;
@@ -253,9 +253,9 @@ while ($table =~ /ngx_string\("(redis_ratelimit\w*)"\),\s*([^,]+),/g) {
 # every parameter the parsers know is documented, and every word of a
 # syntax is one that the sources know
 my $sources = join '', map { read_text($_) }
-    glob("$repo/src/core/*.cpp"), glob("$repo/src/ngx/*.c");
+    glob("$repo/src/core/{,*/,*/*/}*.cpp"), glob("$repo/src/ngx/*.c");
 my %parsed = map { $_ => 1 } join('', map { read_text($_) }
-    glob("$repo/src/core/*_conf.cpp")) =~ /"([a-z_]+=)"/g;
+    glob("$repo/src/core/{,*/,*/*/}*_conf.cpp")) =~ /"([a-z_]+=)"/g;
 my %documented = map { %{ params($_) } } values %$readme;
 is(join(' ', grep { !$documented{$_} } sort keys %parsed), '',
     'every parameter of the parsers is in a syntax line');
