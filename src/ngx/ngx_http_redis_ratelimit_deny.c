@@ -13,7 +13,7 @@
 
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
-#include "rrl_deny_cache.h"
+#include "api/rrl_deny_cache.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_DENY_SIZE  (1024 * 1024)

@@ -13,8 +13,8 @@
 
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
-#include "rrl_lease_call.h"
-#include "rrl_metrics_count.h"
+#include "api/rrl_lease_call.h"
+#include "api/rrl_metrics_count.h"
 
 
 static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,

@@ -13,7 +13,7 @@
 
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
-#include "rrl_local_zone.h"
+#include "api/rrl_local_zone.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_LOCAL_SIZE     (10 * 1024 * 1024)

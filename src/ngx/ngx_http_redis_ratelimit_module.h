@@ -13,12 +13,12 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "rrl.h"
-#include "rrl_conf.h"
-#include "rrl_decision.h"
-#include "rrl_engine.h"
-#include "rrl_lease_call.h"
-#include "rrl_shown.h"
+#include "api/rrl.h"
+#include "api/rrl_conf.h"
+#include "api/rrl_decision.h"
+#include "api/rrl_engine.h"
+#include "api/rrl_lease_call.h"
+#include "api/rrl_shown.h"
 
 
 /* a string of the core's configuration (rrl_conf_str_t), as nginx's */

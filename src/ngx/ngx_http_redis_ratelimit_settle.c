@@ -13,8 +13,8 @@
 
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
-#include "rrl_metrics_count.h"
-#include "rrl_settle.h"
+#include "api/rrl_metrics_count.h"
+#include "api/rrl_settle.h"
 
 
 /* the text of a bad value, at most, in the log */

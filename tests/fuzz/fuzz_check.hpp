@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "rrl.h"
+#include "api/rrl.h"
 
 #define FUZZ_CHECK(cond)                                                  \
     do {                                                                  \

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "redis_errors.hpp"
+#include "topology/redis_errors.hpp"
 #include "fuzz_check.hpp"
-#include "rrl.h"
-#include "topology_replies.hpp"
+#include "api/rrl.h"
+#include "topology/topology_replies.hpp"
 
 namespace {
 

@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "algorithm.hpp"
+#include "script/algorithm.hpp"
 #include "fuzz_check.hpp"
-#include "key.hpp"
-#include "rate.hpp"
-#include "rrl.h"
+#include "script/key.hpp"
+#include "script/rate.hpp"
+#include "api/rrl.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "key.hpp"
-#include "rrl.h"
+#include "script/key.hpp"
+#include "api/rrl.h"
 
 namespace {
 

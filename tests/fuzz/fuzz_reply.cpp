@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "redis_errors.hpp"
+#include "topology/redis_errors.hpp"
 #include "fuzz_check.hpp"
-#include "rrl.h"
+#include "api/rrl.h"
 
 namespace {
 

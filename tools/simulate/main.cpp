@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "algorithm.hpp"
-#include "redis_errors.hpp"
-#include "rate.hpp"
-#include "rrl.h"
-#include "script.hpp"
+#include "script/algorithm.hpp"
+#include "topology/redis_errors.hpp"
+#include "script/rate.hpp"
+#include "api/rrl.h"
+#include "script/script.hpp"
 #include "simulate.hpp"
 
 namespace {

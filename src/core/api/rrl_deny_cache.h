@@ -1,0 +1,70 @@
+/*
+ * How the nginx shim uses the deny cache ("redis_ratelimit_deny_cache"):
+ * for which limits, for which Redis, and what it answers for a limit of a
+ * request from the key's entry. The arithmetic of an entry is rrl.h's
+ * rrl_deny_learn() and deny_applies() (deny_entry.hpp).
+ */
+
+#ifndef RRL_DENY_CACHE_H
+#define RRL_DENY_CACHE_H
+
+#include "api/rrl.h"
+#include "api/rrl_engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * 1 when the deny cache may answer and learn a limit: not in a dry run
+ * (Redis counts every request), nor in a cluster for a zone used with
+ * other limits in some location: such a request reserves in each slot's
+ * call and gives the reservations back when another slot rejects, so a
+ * rejection may have seen a reservation that is given back a round trip
+ * later.
+ */
+int rrl_deny_usable(int dry_run, int cluster, int combined) RRL_NOEXCEPT;
+
+/* A request's limit of a zone (burst: effective_burst()'s), all set. */
+rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
+    uint64_t period_ms, uint64_t burst, uint32_t redis, uint64_t cost)
+    RRL_NOEXCEPT;
+
+/*
+ * The tag of a Redis (rrl_deny_limit_t.redis), so that a reload pointing
+ * the module at another Redis (or database) does not apply the old one's
+ * rejections: from 0, each field of the configuration that names it in
+ * turn, e.g. mode, database, sentinel name, addresses. A field counts with
+ * its length ("a" "bc" is not "ab" "c"); the same fields give the same tag.
+ */
+uint32_t rrl_deny_redis(uint32_t tag, const void *field, size_t len)
+    RRL_NOEXCEPT;
+
+/*
+ * The tag of e's Redis, whose addresses are addrs (e's are set at start):
+ * its mode, db and sentinel name, then each address's name, in turn.
+ */
+uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
+    const rrl_engine_addr_t *addrs, size_t naddrs) RRL_NOEXCEPT;
+
+#define RRL_DENY_MISS      0  /* ask Redis */
+#define RRL_DENY_REJECTED  1  /* rejected without Redis */
+#define RRL_DENY_ENDED     2  /* ask Redis, and drop the entry: it is over */
+
+/*
+ * The cache's answer for a limit of a request at now_us, from the key's
+ * *entry (NULL: none, or the limit is not usable), written into *result:
+ * Redis's values (deny_applies()) when RRL_DENY_REJECTED, otherwise an
+ * idle key's (passed, the capacity, no wait), as the limit was not
+ * consulted. A request with one limit rejected is decided on its results
+ * by rrl_decision_of(), with this server's time standing for Redis's.
+ */
+int rrl_deny_answer(const rrl_deny_entry_t *entry,
+    const rrl_deny_limit_t *limit, int64_t now_us, rrl_limit_result_t *result)
+    RRL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RRL_DENY_CACHE_H */

@@ -1,0 +1,119 @@
+// The extern "C" face of the core: argument checks, and no exception ever
+// crosses into nginx.
+#include "api/wrap/capi.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "script/algorithm.hpp"
+#include "script/cost.hpp"
+#include "local/deny_entry.hpp"
+#include "decide/fields.hpp"
+#include "script/key.hpp"
+#include "decide/log.hpp"
+#include "metrics/metrics.hpp"
+#include "decide/problem.hpp"
+#include "script/script_reply.hpp"
+#include "api/rrl.h"
+
+using rrl::LogLevel;
+using rrl::capi::guarded;
+using rrl::capi::put;
+
+extern "C" {
+
+uint64_t rrl_cost_parse(const unsigned char* text, size_t len) noexcept {
+    static_assert(RRL_MAX_COST == rrl::max_cost && RRL_OVER_COST == rrl::over_cost);
+    return rrl::request_cost({reinterpret_cast<const char*>(text), len});
+}
+
+size_t rrl_key_max_len(size_t zone_len) noexcept {
+    return rrl::key_max_len(zone_len);
+}
+
+size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
+                     int algorithm, const unsigned char* key,
+                     size_t key_len) noexcept {
+    return guarded("rrl_key_build", size_t{0}, [&] {
+        const rrl::Algorithm* a = rrl::algorithm(algorithm);
+        if (a == nullptr) return size_t{0};
+        return rrl::write_key(buf, {zone, zone_len}, *a,
+                              {reinterpret_cast<const char*>(key), key_len});
+    });
+}
+
+int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
+                     rrl_limit_result_t* limits,
+                     rrl_decision_t* decision) noexcept {
+    return guarded("rrl_reply_decode", RRL_ERROR, [&] {
+        std::string error;
+        auto d = rrl::decode_reply(values, n, nlimits, &error);
+        if (!d) {
+            rrl::log(LogLevel::error, "unexpected script reply: " + error);
+            return RRL_ERROR;
+        }
+        std::memcpy(limits, d->limits.data(),
+                    nlimits * sizeof(rrl_limit_result_t));
+        *decision = d->decision;
+        return RRL_OK;
+    });
+}
+
+void rrl_decision_of(const rrl_limit_result_t* results, size_t n,
+                     int64_t now_us, rrl_decision_t* decision) noexcept {
+    *decision = rrl::decide_results(results, n, now_us);
+}
+
+int rrl_deny_learn(int64_t sent_us, int64_t now_us,
+                   const rrl_deny_limit_t* limit,
+                   const rrl_limit_result_t* result,
+                   rrl_deny_entry_t* entry) noexcept {
+    return rrl::deny_learn(sent_us, now_us, *limit, *result, entry) ? 1 : 0;
+}
+
+size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,
+                          size_t size) noexcept {
+    return guarded("rrl_metrics_format", size_t{0}, [&] {
+        std::string out = rrl::metrics_format(*m);
+        if (size > 0) {
+            std::memcpy(buf, out.data(), std::min(size, out.size()));
+        }
+        return out.size();
+    });
+}
+
+size_t rrl_ratelimit_policy(char* buf, size_t size,
+                            const rrl_policy_t* policies, size_t n) noexcept {
+    return guarded("rrl_ratelimit_policy", size_t{0}, [&] {
+        auto v = rrl::ratelimit_policy(policies, n);
+        return v ? put(*v, buf, size) : 0;
+    });
+}
+
+size_t rrl_ratelimit(char* buf, size_t size, const char* zone, size_t zone_len,
+                     const rrl_decision_t* decision) noexcept {
+    return guarded("rrl_ratelimit", size_t{0}, [&] {
+        auto v = rrl::ratelimit({zone, zone_len}, decision->remaining,
+                                decision->reset_after);
+        return v ? put(*v, buf, size) : 0;
+    });
+}
+
+size_t rrl_problem_json(char* buf, size_t size, unsigned status,
+                        const rrl_policy_t* policies,
+                        const rrl_limit_result_t* results, size_t n) noexcept {
+    return guarded("rrl_problem_json", size_t{0}, [&] {
+        std::vector<std::string_view> zones;
+        for (size_t i = 0; i < n; i++) {
+            if (!results[i].passed) {
+                zones.emplace_back(policies[i].zone, policies[i].zone_len);
+            }
+        }
+        return put(rrl::problem_json(status, zones), buf, size);
+    });
+}
+
+}  // extern "C"

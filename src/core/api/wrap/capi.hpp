@@ -1,0 +1,50 @@
+// Shared by the extern "C" files of the core (capi*.cpp): no exception
+// ever crosses into nginx, and values are copied out as snprintf does.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decide/log.hpp"
+#include "api/rrl.h"
+
+namespace rrl::capi {
+
+// Runs body; an exception is logged as "what: why" and gives on_error.
+template <typename F, typename R>
+R guarded(const char* what, R on_error, F&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        rrl::log(LogLevel::error, std::string(what) + ": " + e.what());
+    } catch (...) {
+        rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
+    }
+    return on_error;
+}
+
+// snprintf's convention: the whole length, written only when it fits.
+inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
+    if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
+    return value.size();
+}
+
+// A call's arguments (args, views into out) into buf, size bytes, each
+// pointed to by argv, its length in argvlen; RRL_ERROR when they do not fit.
+inline int put_args(const std::string& out,
+                    const std::vector<std::string_view>& args, char* buf,
+                    size_t size, const char** argv, size_t* argvlen) noexcept {
+    if (out.size() > size) return RRL_ERROR;
+    std::memcpy(buf, out.data(), out.size());
+    for (size_t i = 0; i < args.size(); i++) {
+        argv[i] = buf + (args[i].data() - out.data());
+        argvlen[i] = args[i].size();
+    }
+    return RRL_OK;
+}
+
+}  // namespace rrl::capi

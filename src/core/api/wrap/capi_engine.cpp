@@ -1,0 +1,58 @@
+// The C API of the engine (rrl_engine.h): no exception crosses into nginx.
+#include <stdexcept>
+
+#include "api/wrap/capi.hpp"
+#include "engine/engine.hpp"
+
+using rrl::capi::guarded;
+using rrl::engine::Engine;
+
+struct rrl_engine_s {
+    Engine engine;
+    rrl_engine_s(const rrl_engine_conf_t& conf, const rrl_loop_t& loop)
+        : engine(conf, loop) {}
+};
+
+extern "C" {
+
+rrl_engine_t* rrl_engine_new(const rrl_engine_conf_t* conf,
+                             const rrl_loop_t* loop) noexcept {
+    return guarded("the engine", (rrl_engine_t*)nullptr, [&] {
+        if (loop->event_size > rrl::engine::Event::kRoom) {
+            throw std::length_error("an event too large");
+        }
+        return new rrl_engine_t(*conf, *loop);
+    });
+}
+
+void rrl_engine_free(rrl_engine_t* engine) noexcept {
+    guarded("the engine's end", 0, [&] {
+        delete engine;
+        return 0;
+    });
+}
+
+rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, int argc,
+                                   const char** argv, const size_t* argvlen,
+                                   const void* const* zones, size_t n,
+                                   rrl_engine_result_t* result,
+                                   rrl_engine_done_pt done, void* request,
+                                   void* data) noexcept {
+    return guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
+        return engine->engine.call(argc, argv, argvlen, zones, n, result, done,
+                                   request, data);
+    });
+}
+
+void rrl_engine_detach(rrl_engine_call_t* call) noexcept {
+    guarded("a call's end", 0, [&] {
+        call->engine.detach(call);
+        return 0;
+    });
+}
+
+void rrl_engine_gauges(const rrl_engine_t* engine, rrl_metrics_t* m) noexcept {
+    engine->engine.gauges(m);
+}
+
+}  // extern "C"

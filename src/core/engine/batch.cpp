@@ -1,0 +1,131 @@
+#include "engine/batch.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/resp.hpp"
+#include "script/small_vector.hpp"
+
+namespace rrl {
+
+bool Batch::add(Call& plan, std::size_t part, void* data) {
+    if (!command_.empty()) throw std::logic_error("a batch already built");
+
+    entries_.push_back(
+        Entry{&plan, part, plan.limits(part), plan.values(part), data});
+    plan.enter(part);
+    keys_ += plan.limits(part);
+    values_ += plan.values(part);
+
+    return entries_.size() >= kMaxParts || keys_ >= kMaxKeys;
+}
+
+void Batch::remove(std::size_t i) {
+    if (!command_.empty()) throw std::logic_error("a batch already built");
+
+    const Entry& e = entries_.at(i);
+    keys_ -= e.limits;
+    values_ -= e.values;
+    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+std::size_t Batch::share(std::size_t i) const {
+    std::size_t offset = 0;
+
+    for (std::size_t k = 0; k < i; k++) offset += entries_.at(k).values;
+
+    return offset;
+}
+
+bool Batch::count() {
+    bool seen = false;
+
+    for (const Entry& e : entries_) {
+        if (e.plan->count(e.part)) seen = true;
+    }
+
+    return seen;
+}
+
+void Batch::resent(void* node) {
+    node_ = node;
+    for (const Entry& e : entries_) e.plan->resent(e.part, node);
+}
+
+RetryAction Batch::retry(int kind) {
+    RetryAction action = retry_action(kind, reloaded_, redirected_);
+
+    if (action == RetryAction::load_script) reloaded_ = true;
+    if (action == RetryAction::redirect) redirected_ = true;
+
+    return action;
+}
+
+const std::string& Batch::command(std::string_view sha) {
+    if (!command_.empty()) return command_;
+
+    // the batch's zones, each named once: a few, in practice; the command
+    // written once, into room for its usual size
+    SmallVector<std::pair<const Call*, std::pair<std::size_t, std::size_t>>,
+                8>
+        zones;
+    SmallVector<const void*, 8> ids;
+    SmallVector<std::size_t, 64> zone_of;
+    command_.reserve(256 + 128 * keys_);
+
+    for (const Entry& e : entries_) {
+        for (std::size_t j = 0; j < e.limits; j++) {
+            const void* id = e.plan->zone(e.part, j);
+            auto z = std::find(ids.begin(), ids.end(), id);
+            std::size_t at = static_cast<std::size_t>(z - ids.begin());
+            if (z == ids.end()) {
+                ids.push_back(id);
+                zones.push_back({e.plan, {e.part, j}});
+            }
+            zone_of.push_back(at + 1);
+        }
+    }
+
+    resp_array(command_,
+               3 + keys_ + 3 + 4 * ids.size() + entries_.size() + 2 * keys_);
+    resp_bulk(command_, std::string_view("EVALSHA"));
+    resp_bulk(command_, sha);
+    resp_bulk(command_, keys_);
+
+    for (const Entry& e : entries_) {
+        for (std::size_t j = 0; j < e.limits; j++) {
+            resp_bulk(command_, e.plan->key(e.part, j));
+        }
+    }
+
+    // "batch", "" (no injected time: Redis's TIME), the zones
+    resp_bulk(command_, std::string_view("batch"));
+    resp_bulk(command_, std::string_view(""));
+    resp_bulk(command_, ids.size());
+
+    for (const auto& [plan, at] : zones) {
+        for (std::size_t k = 0; k < 4; k++) {
+            resp_bulk(command_, plan->zone_arg(at.first, at.second, k));
+        }
+    }
+
+    // each request: its count ("s<n>": a settlement), then each limit's
+    // zone and cost
+    std::size_t next = 0;
+
+    for (const Entry& e : entries_) {
+        if (e.plan->settlement()) {
+            resp_bulk(command_, "s" + std::to_string(e.limits));
+        } else {
+            resp_bulk(command_, e.limits);
+        }
+        for (std::size_t j = 0; j < e.limits; j++) {
+            resp_bulk(command_, zone_of[next++]);
+            resp_bulk(command_, e.plan->cost(e.part, j));
+        }
+    }
+
+    return command_;
+}
+
+}  // namespace rrl

@@ -1,0 +1,29 @@
+// How the shim uses the deny cache (rrl_deny_cache.h): for which limits,
+// for which Redis (a tag of its configuration), and its answer for a
+// limit of a request. The entries' arithmetic is deny_entry.hpp's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "api/rrl.h"
+
+namespace rrl {
+
+// Not in a dry run, nor for a combined zone in a cluster (rrl_deny_cache.h).
+bool deny_usable(bool dry_run, bool cluster, bool combined);
+
+rrl_deny_limit_t deny_limit(int algorithm, std::uint64_t limit,
+                            std::uint64_t period_ms, std::uint64_t burst,
+                            std::uint32_t redis, std::uint64_t cost);
+
+// The tag with one more field: CRC-32 of its length (8 bytes, little
+// endian) and bytes, continued from tag.
+std::uint32_t deny_redis(std::uint32_t tag, const void* field, std::size_t len);
+
+// RRL_DENY_MISS, RRL_DENY_REJECTED or RRL_DENY_ENDED, the limit's result
+// in result (see rrl_deny_answer()); entry may be null.
+int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
+                std::int64_t now_us, rrl_limit_result_t& result);
+
+}  // namespace rrl

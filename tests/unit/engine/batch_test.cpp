@@ -1,0 +1,266 @@
+// A batch (Batch, OpenBatches): its bounds, the EVALSHA of the batch form byte
+// for byte as the engine sends it, each request's share of the reply, and the
+// parts left out before it is sent.
+#include "engine/batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/open_batches.hpp"
+#include "engine/resp.hpp"
+#include "engine/retry.hpp"
+#include "api/rrl_call_args.h"
+
+namespace {
+
+int zone_a, zone_b;
+
+// n limits with keys prefix0.., zone a then b in turn, costs 1..
+std::unique_ptr<rrl::Call> plan(const std::string& prefix, std::size_t n,
+                                bool cluster = false) {
+    std::vector<std::string> keep;
+    std::vector<const void*> zones;
+    std::vector<std::string_view> argv;
+    keep.reserve(n);
+    for (std::size_t j = 0; j < n; j++)
+        keep.push_back(prefix + std::to_string(j));
+    argv = {"EVALSHA", "sha", "n"};
+    for (const std::string& k : keep) argv.push_back(k);
+    argv.push_back("");
+    static const std::string costs[] = {"1", "2", "3", "4", "5"};
+    for (std::size_t j = 0; j < n; j++) {
+        if (j % 2) {
+            argv.insert(argv.end(), {"1", "5", "60000", "0"});
+        } else {
+            argv.insert(argv.end(), {"2", "10", "1000", "3"});
+        }
+        argv.push_back(costs[j % 5]);
+        zones.push_back(j % 2 ? &zone_b : &zone_a);
+    }
+    return std::make_unique<rrl::Call>(argv, zones, cluster);
+}
+
+TEST(Resp, Command) {
+    EXPECT_EQ(rrl::resp_command({"GET", "", "k"}),
+              "*3\r\n$3\r\nGET\r\n$0\r\n\r\n$1\r\nk\r\n");
+    std::string out;
+    rrl::resp_bulk(out, std::size_t{1234});
+    EXPECT_EQ(out, "$4\r\n1234\r\n");
+}
+
+TEST(Batch, TheCommandOfTheBatchForm) {
+    auto a = plan("a", 2), b = plan("b", 1);
+    rrl::Batch batch;
+    int da, db;
+    EXPECT_FALSE(batch.add(*a, 0, &da));
+    EXPECT_FALSE(batch.add(*b, 0, &db));
+    EXPECT_EQ(batch.size(), 2u);
+    EXPECT_EQ(batch.keys(), 3u);
+    EXPECT_EQ(batch.values(), 2u + 8 + 2 + 4);
+    EXPECT_EQ(batch.share(1), 10u);
+    EXPECT_EQ(batch.data(1), &db);
+
+    // zone a goes once though b's request has it too
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\na0\r\n$2\r\na1\r\n$2\r\nb0\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
+        "$1\r\n1\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n2\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+    // kept: the same bytes to send again
+    EXPECT_EQ(batch.command("other"), want);
+    EXPECT_THROW(batch.add(*a, 0, nullptr), std::logic_error);
+    EXPECT_THROW(batch.remove(0), std::logic_error);
+}
+
+// A lease limit: its zone's algorithm ends with the suffix (the zone goes
+// once, as any), its cost is "C:W:B:T", its share of the reply is wider.
+TEST(Batch, ALeaseLimitCarriesItsCostFieldAndSuffix) {
+    std::vector<std::string_view> argv = {"EVALSHA",
+                                          "sha",
+                                          "2",
+                                          "k0",
+                                          "k1",
+                                          "",
+                                          "fixed_window+lease",
+                                          "10",
+                                          "1000",
+                                          "0",
+                                          "2:6:3:1700000000123456",
+                                          "fixed_window",
+                                          "5",
+                                          "1000",
+                                          "0",
+                                          "1"};
+    rrl::Call lease(argv, {&zone_a, &zone_b}, false);
+    rrl::Call again({"EVALSHA", "sha", "1", "k2", "", "fixed_window+lease",
+                     "10", "1000", "0", "0:4:0:0"},
+                    {&zone_a}, false);
+    rrl::Batch batch;
+    EXPECT_FALSE(batch.add(lease, 0, nullptr));
+    EXPECT_FALSE(batch.add(again, 0, nullptr));
+    EXPECT_EQ(batch.values(),
+              2u + (4 + RRL_REPLY_LEASE) + 4 + 2 + (4 + RRL_REPLY_LEASE));
+    EXPECT_EQ(batch.share(1), 12u);  // where its share starts
+
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\nk0\r\n$2\r\nk1\r\n$2\r\nk2\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$18\r\nfixed_window+lease\r\n$2\r\n10\r\n$4\r\n1000\r\n"
+        "$1\r\n0\r\n"
+        "$12\r\nfixed_window\r\n$1\r\n5\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n$22\r\n2:6:3:1700000000123456\r\n"
+        "$1\r\n2\r\n$1\r\n1\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$7\r\n0:4:0:0\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+}
+
+// A settlement's entry: "s<n>", then each limit's zone and "E:A:T"; it
+// mixes with checks in order, its zone named once with theirs.
+TEST(Batch, ASettlementsEntryIsSN) {
+    auto check = plan("a", 1);
+    rrl::Call settle({"EVALSHA", "sha", "2", "s0", "s1", "settle", "2", "10",
+                      "1000", "3", "100:30:1700000000000000", "7", "1", "1000",
+                      "0", "5:9:1700000000000001"},
+                     {&zone_a, &zone_b}, false);
+    rrl::Batch batch;
+    EXPECT_FALSE(batch.add(*check, 0, nullptr));
+    EXPECT_FALSE(batch.add(settle, 0, nullptr));
+    EXPECT_EQ(batch.values(), 2u + 4 + 2u + 4 * 2);
+    EXPECT_EQ(batch.share(1), 6u);
+
+    const std::string want =
+        "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
+        "$2\r\na0\r\n$2\r\ns0\r\n$2\r\ns1\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
+        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
+        "$1\r\n7\r\n$1\r\n1\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
+        "$2\r\ns2\r\n$1\r\n1\r\n$23\r\n100:30:1700000000000000\r\n"
+        "$1\r\n2\r\n$20\r\n5:9:1700000000000001\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+}
+
+TEST(Batch, FullAt64Requests) {
+    auto a = plan("k", 1);
+    rrl::Batch batch;
+    for (int i = 0; i < 63; i++) EXPECT_FALSE(batch.add(*a, 0, nullptr));
+    EXPECT_TRUE(batch.add(*a, 0, nullptr));
+}
+
+TEST(Batch, FullAt256Keys) {
+    auto a = plan("k", 5);
+    rrl::Batch batch;
+    for (int i = 0; i < 51; i++) EXPECT_FALSE(batch.add(*a, 0, nullptr));
+    EXPECT_TRUE(batch.add(*a, 0, nullptr));  // 260 keys
+    EXPECT_EQ(batch.keys(), 260u);
+}
+
+TEST(Batch, APartLeftOut) {
+    auto a = plan("a", 2), b = plan("b", 1), c = plan("c", 1);
+    rrl::Batch batch, alone;
+    batch.add(*a, 0, nullptr);
+    batch.add(*b, 0, nullptr);
+    batch.add(*c, 0, nullptr);
+    batch.remove(1);
+    EXPECT_EQ(batch.keys(), 3u);
+    EXPECT_EQ(batch.values(), 16u);
+    EXPECT_EQ(batch.share(1), 10u);
+    EXPECT_THROW(batch.remove(2), std::out_of_range);
+    alone.add(*a, 0, nullptr);
+    alone.add(*c, 0, nullptr);
+    EXPECT_EQ(batch.command("s"), alone.command("s"));
+}
+
+TEST(Batch, OfASlotsParts) {
+    // parts of a cluster call, each in its own batch
+    auto p = plan("{x}", 3, true);
+    ASSERT_EQ(p->parts(), 1u);
+    rrl::Batch batch;
+    batch.add(*p, 0, nullptr);
+    EXPECT_EQ(batch.keys(), 3u);
+}
+
+// what the engine must not do: a part out of range, an entry out of range,
+// a part added once the command is built
+TEST(Batch, RefusesWhatIsNotThere) {
+    std::vector<std::string_view> argv = {"EVALSHA", "sha", "1",    "k", "",
+                                          "2",       "10",  "1000", "3", "1"};
+    rrl::Call p(argv, {&zone_a}, false);
+    rrl::Batch b;
+    int data;
+    EXPECT_FALSE(b.add(p, 0, &data));
+    EXPECT_THROW(b.add(p, 3, &data), std::out_of_range);  // no such part
+    EXPECT_FALSE(b.add(p, 0, nullptr));
+    b.remove(1);
+    EXPECT_THROW(b.remove(5), std::out_of_range);
+    EXPECT_EQ(b.size(), 1u);
+    EXPECT_EQ(b.data(0), &data);
+    EXPECT_THROW(b.data(1), std::out_of_range);
+    EXPECT_EQ(b.values(), 6u);
+    EXPECT_EQ(b.share(0), 0u);
+    EXPECT_THROW(b.share(2), std::out_of_range);  // no such entry
+    const std::string& cmd = b.command("sha");
+    EXPECT_EQ(cmd.substr(0, 5), "*14\r\n");
+    EXPECT_THROW(b.add(p, 0, nullptr), std::logic_error);  // built
+}
+
+}  // namespace
+
+namespace {
+
+int node_a, node_b;
+
+TEST(Batch, RetriesEachOnce) {
+    rrl::Batch b(&node_a, 7);
+    EXPECT_EQ(b.node(), &node_a);
+    EXPECT_EQ(b.slot(), 7u);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::load_script);
+    EXPECT_EQ(b.retry(RRL_REPLY_MOVED), rrl::RetryAction::redirect);
+    EXPECT_EQ(b.retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::answer);
+    EXPECT_EQ(b.retry(RRL_REPLY_ASK), rrl::RetryAction::answer);
+    b.resent(&node_b);
+    EXPECT_EQ(b.node(), &node_b);
+}
+
+TEST(OpenBatches, OneANodeAndSlotInOrder) {
+    rrl::OpenBatches open;
+    auto [a1, created] = open.get(&node_a, 1);
+    EXPECT_TRUE(created);
+    rrl::Batch* b1 = open.get(&node_b, 1).first;
+    rrl::Batch* a2 = open.get(&node_a, 2).first;
+    EXPECT_EQ(open.get(&node_a, 1), std::make_pair(a1, false));
+    EXPECT_EQ(b1->node(), &node_b);
+    EXPECT_EQ(a2->slot(), 2u);
+    a2->sent = 1234;
+    EXPECT_EQ(a2->sent, 1234);
+    EXPECT_EQ(a2->retry(RRL_REPLY_ASK), rrl::RetryAction::redirect);
+    EXPECT_EQ(a2->retry(RRL_REPLY_ASK), rrl::RetryAction::answer);
+    EXPECT_EQ(a2->retry(RRL_REPLY_NOSCRIPT), rrl::RetryAction::load_script);
+
+    // a full one taken out at once; the others in the order opened
+    open.take(b1);
+    EXPECT_THROW(open.take(b1), std::invalid_argument);  // not open
+    delete b1;
+    std::unique_ptr<rrl::Batch> first(open.pop());
+    EXPECT_EQ(first.get(), a1);
+    // a batch popped is no more open: the next of its node and slot is new
+    auto [again, made] = open.get(&node_a, 1);
+    EXPECT_NE(again, nullptr);
+    EXPECT_TRUE(made);
+    std::unique_ptr<rrl::Batch> second(open.pop());
+    EXPECT_EQ(second.get(), a2);
+    delete open.pop();
+    EXPECT_EQ(open.pop(), nullptr);
+}
+
+}  // namespace
