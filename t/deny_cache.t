@@ -177,7 +177,7 @@ sub new_calls {
 # relaxes with time: a pass at t0 is a pass at the decision. A 429 after a
 # passing probe is a rejection Redis would not have made, and fails the
 # test. (An error shorter than the probe-to-decision gap, under a
-# millisecond, goes unseen here; tests/deny_entry_test.cpp checks the arithmetic
+# millisecond, goes unseen here; tests/script/deny_entry_test.cpp checks the arithmetic
 # to the microsecond against the script.) The cache-off nginx shares the
 # key: its passes consume what the cached nginx learned about.
 
