@@ -8,6 +8,7 @@
 #ifndef RRL_DENY_CACHE_H
 #define RRL_DENY_CACHE_H
 
+#include "base/rrl_deny_cache_types.h"
 #include "api/rrl.h"
 #include "api/rrl_engine.h"
 
@@ -46,10 +47,6 @@ uint32_t rrl_deny_redis(uint32_t tag, const void *field, size_t len)
  */
 uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
     const rrl_engine_addr_t *addrs, size_t naddrs) RRL_NOEXCEPT;
-
-#define RRL_DENY_MISS      0  /* ask Redis */
-#define RRL_DENY_REJECTED  1  /* rejected without Redis */
-#define RRL_DENY_ENDED     2  /* ask Redis, and drop the entry: it is over */
 
 /*
  * The cache's answer for a limit of a request at now_us, from the key's

@@ -7,6 +7,7 @@
 #ifndef RRL_LEASE_CALL_H
 #define RRL_LEASE_CALL_H
 
+#include "base/rrl_lease_call_types.h"
 #include "api/rrl.h"
 #include "api/rrl_call_args.h"
 #include "api/rrl_engine.h"
@@ -15,10 +16,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define RRL_LEASE_NONE     0  /* no limit of the request has lease= */
-#define RRL_LEASE_DECIDED  1  /* from leases: results and decision set */
-#define RRL_LEASE_ASK      2  /* ask Redis: the limits carry what to ask */
 
 /*
  * A request of n limits at now_us; entries[i]: limit i's entry in the lease
@@ -44,13 +41,6 @@ int rrl_lease_call_check(rrl_call_limit_t *limits,
     int64_t wall_us, int64_t renew_timeout_us, rrl_limit_result_t *results,
     rrl_decision_t *decision, uint64_t *renew) RRL_NOEXCEPT;
 
-/* how a call for a lease limit ended: every call ends once, one of these */
-#define RRL_LEASE_CALL_UNSENT    0  /* never sent: nothing done in Redis */
-#define RRL_LEASE_CALL_FAILED    1  /* no answer (failed, timed out, the
-                                       request gone): done or not */
-#define RRL_LEASE_CALL_REJECTED  2  /* the request rejected: no commit */
-#define RRL_LEASE_CALL_PASSED    3  /* the request passed: its grants */
-
 /*
  * The end of a call for a lease limit (how: RRL_LEASE_CALL_*; result:
  * Redis's answer for the limit, REJECTED and PASSED only) into its key's
@@ -66,16 +56,6 @@ int rrl_lease_call_check(rrl_call_limit_t *limits,
 int rrl_lease_call_learn(const rrl_call_limit_t *limit,
     const rrl_limit_result_t *result, int how, rrl_lease_entry_t *entry,
     int64_t redis_now_us, int64_t sent_us, int64_t now_us) RRL_NOEXCEPT;
-
-/*
- * What a renewal brings: key is the Redis key; how and result as
- * rrl_lease_call_learn() takes them; limit's lease_granted and
- * lease_ttl_us decoded.
- */
-typedef void (*rrl_lease_learned_pt)(void *arg, const char *key,
-    size_t key_len, const rrl_call_limit_t *limit,
-    const rrl_limit_result_t *result, int how, int64_t redis_now_us,
-    int64_t sent_us);
 
 /*
  * Renews limit's lease (limit and key copied): want units at no cost, one

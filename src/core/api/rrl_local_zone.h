@@ -7,18 +7,13 @@
 #ifndef RRL_LOCAL_ZONE_H
 #define RRL_LOCAL_ZONE_H
 
+#include "base/rrl_local_zone_types.h"
 #include "api/rrl.h"
 #include "api/rrl_call_args.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* What a local zone keeps for a key: all zero when there is none. */
-typedef struct {
-    int64_t            end_us;  /* the state no longer matters from then */
-    rrl_local_state_t  state;
-} rrl_local_entry_t;
 
 /*
  * N and burst of a zone (burst as effective_burst() gives it) that one of
@@ -32,16 +27,6 @@ void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
 /* capacity() of the share: X-RateLimit-Limit while decided locally */
 uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
     uint64_t share) RRL_NOEXCEPT;
-
-/* A limit of a request (burst: effective_burst()'s) and its key's entry */
-typedef struct {
-    int                       algorithm;
-    uint64_t                  limit;
-    uint64_t                  period_ms;
-    uint64_t                  burst;
-    uint64_t                  cost;
-    const rrl_local_entry_t  *entry;   /* NULL: none */
-} rrl_local_limit_t;
 
 /*
  * The local limit of a request's limit: its zone's rate and algorithm from

@@ -7,6 +7,7 @@
 #ifndef RRL_METRICS_COUNT_H
 #define RRL_METRICS_COUNT_H
 
+#include "base/rrl_metrics_count_types.h"
 #include "api/rrl.h"
 
 #ifdef __cplusplus
@@ -42,33 +43,11 @@ int rrl_metrics_lease_counter(unsigned lease, int leased, int replied)
     RRL_NOEXCEPT;
 
 /*
- * A zone's counters in one array, as the shim keeps them: its requests (by
- * rrl_metrics_request_counter()), then from these offsets its override kinds
- * (rrl_metrics_override_counter()), its lease events and lease requests'
- * froms (RRL_LEASE_*, or RRL_LEASE_EVENTS + RRL_LEASE_FROM_*), its
- * settlements' results (RRL_SETTLE_*, rrl_settle.h).
- */
-#define RRL_METRICS_ZONE_OVERRIDES  RRL_METRICS_STATUSES
-#define RRL_METRICS_ZONE_LEASES                                               \
-    (RRL_METRICS_ZONE_OVERRIDES + RRL_METRICS_OVERRIDE_KINDS)
-#define RRL_METRICS_ZONE_SETTLE                                               \
-    (RRL_METRICS_ZONE_LEASES + RRL_METRICS_LEASE_EVENTS + RRL_METRICS_LEASE_FROM)
-#define RRL_METRICS_ZONE_COUNTERS                                             \
-    (RRL_METRICS_ZONE_SETTLE + RRL_METRICS_SETTLE_RESULTS)
-
-/*
  * such an array of counters into z's requests, override kinds, leases and
  * settlements
  */
 void rrl_metrics_zone_counts(rrl_metrics_zone_t *z, const uint64_t *counters)
     RRL_NOEXCEPT;
-
-/* one worker's gauges, as it publishes them in shared memory */
-typedef struct {
-    uint64_t  parked;
-    uint64_t  connections;
-    uint64_t  circuits[RRL_METRICS_CIRCUIT_STATES];
-} rrl_metrics_gauges_t;
 
 /* the gauges of *m, into *g */
 void rrl_metrics_gauges_save(const rrl_metrics_t *m, rrl_metrics_gauges_t *g)

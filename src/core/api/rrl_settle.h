@@ -8,6 +8,7 @@
 #ifndef RRL_SETTLE_H
 #define RRL_SETTLE_H
 
+#include "base/rrl_settle_types.h"
 #include "api/rrl.h"
 #include "api/rrl_call_args.h"
 #include "api/rrl_decision.h"
@@ -17,23 +18,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* a settlement's result in the metrics (RRL_METRICS_SETTLE_RESULTS) */
-#define RRL_SETTLE_SETTLED  0  /* refunded, charged, or nothing to settle */
-#define RRL_SETTLE_FAILED   1  /* no number, or Redis failed: E stays */
-
-/* a limit's plan (rrl_settle_plan()), besides SETTLED (A == E), FAILED */
-#define RRL_SETTLE_NONE    (-1)  /* not settled: Redis or a lease took none */
-#define RRL_SETTLE_SEND     2    /* A != E: to the key's lease, else Redis */
-
-/*
- * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
- * of decimal digits alone (no sign, blank or fraction) of at most
- * RRL_SETTLE_MAX; RRL_SETTLE_OVER when it is such a number over it;
- * RRL_ERROR when it is empty or not such a number.
- */
-#define RRL_SETTLE_MAX   1000000000000ULL
-#define RRL_SETTLE_OVER  (-2)
 
 int rrl_settle_value(const unsigned char *text, size_t len, uint64_t *actual)
     RRL_NOEXCEPT;
@@ -75,19 +59,6 @@ size_t rrl_settle_args_size(const rrl_call_limit_t *limits, size_t n)
 int rrl_settle_args(char *buf, size_t size, const char *sha1,
     size_t sha1_len, const rrl_call_limit_t *limits, size_t n,
     const char **argv, size_t *argvlen) RRL_NOEXCEPT;
-
-/*
- * What a settlement brought: results NULL when the call failed or was not
- * made (error says why, error_len 0: not made); else one per limit, the
- * check of each limit's cost after the settlement (not committed) as
- * rrl_call_reply_decode() decodes it into results and *decision, with
- * Redis's time redis_now_us. limits are the settlement's copies (keys
- * included), valid during the call only.
- */
-typedef void (*rrl_settled_pt)(void *arg, const rrl_call_limit_t *limits,
-    size_t n, const rrl_limit_result_t *results,
-    const rrl_decision_t *decision, int64_t redis_now_us, int64_t sent_us,
-    const char *error, size_t error_len);
 
 /*
  * Settles n limits (copied, keys included; zones[i]: limit i's zone, for

@@ -7,37 +7,13 @@
 #ifndef RRL_SHOWN_H
 #define RRL_SHOWN_H
 
+#include "base/rrl_shown_types.h"
 #include "api/rrl.h"
 #include "api/rrl_call_args.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct {
-    unsigned                   status;    /* RRL_STATUS_*; 0: not limited */
-    int                        decided;   /* decision and results are set */
-    const rrl_decision_t      *decision;
-    const rrl_limit_result_t  *results;   /* one per limit */
-    const rrl_call_limit_t    *limits;    /* those with a key */
-    size_t                     nlimits;
-    unsigned                   show;      /* RRL_SHOW_*: the header fields */
-    uint64_t                   local_share; /* K of local_share=1/K */
-    int                        replied;   /* Redis answered: rtt_us is set */
-    int64_t                    rtt_us;
-    int64_t                    delay_us;  /* 0: not delayed (delay=D) */
-} rrl_shown_t;
-
-/* a header field: the name is static, the value in the caller's buffer */
-typedef struct {
-    const char  *name;
-    size_t       name_len;
-    const char  *value;
-    size_t       value_len;
-} rrl_field_t;
-
-/* X-RateLimit-Limit, -Remaining, -Reset, RateLimit-Policy, RateLimit, ... */
-#define RRL_SHOWN_FIELDS  6
 
 /*
  * The header fields of a decided request, in order: the values take the
@@ -46,14 +22,6 @@ typedef struct {
  */
 size_t rrl_shown_fields(char *buf, size_t size, const rrl_shown_t *shown,
     rrl_field_t fields[RRL_SHOWN_FIELDS], size_t *n) RRL_NOEXCEPT;
-
-#define RRL_VAR_STATUS     0   /* $redis_ratelimit_status */
-#define RRL_VAR_REMAINING  1   /* $redis_ratelimit_remaining */
-#define RRL_VAR_RESET      2   /* $redis_ratelimit_reset */
-#define RRL_VAR_ZONE       3   /* $redis_ratelimit_zone */
-#define RRL_VAR_RTT        4   /* $redis_ratelimit_rtt */
-#define RRL_VAR_DELAY      5   /* $redis_ratelimit_delay */
-#define RRL_VAR_COST       6   /* $redis_ratelimit_cost */
 
 /* A variable's name, without the "$"; NULL: no RRL_VAR_* variable. */
 const char *rrl_shown_variable_name(int variable) RRL_NOEXCEPT;

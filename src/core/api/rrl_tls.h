@@ -6,13 +6,12 @@
 #ifndef RRL_TLS_H
 #define RRL_TLS_H
 
+#include "base/rrl_tls_types.h"
 #include "api/rrl.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct rrl_tls_s  rrl_tls_t;
 
 /*
  * ca: NULL for the system's CAs; cert and key: NULL for none; the files'

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "conf/conf_word.hpp"
-#include "api/rrl_call_args.h"
-#include "api/rrl_conf.h"
+#include "base/rrl_call_args_types.h"
+#include "base/rrl_conf_types.h"
 
 namespace rrl {
 

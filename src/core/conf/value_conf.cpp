@@ -6,7 +6,7 @@
 
 #include "conf/conf_word.hpp"
 #include "conf/limit_conf.hpp"
-#include "api/rrl_decision.h"
+#include "base/rrl_decision_types.h"
 
 namespace rrl {
 

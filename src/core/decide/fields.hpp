@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

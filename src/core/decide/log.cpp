@@ -1,6 +1,6 @@
 #include "decide/log.hpp"
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace {
 

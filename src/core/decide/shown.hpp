@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/rrl_shown.h"
+#include "base/rrl_shown_types.h"
 #include "script/small_vector.hpp"
 
 namespace rrl {

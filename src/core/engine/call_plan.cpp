@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "engine/resp.hpp"
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "base/rrl_call_args_types.h"
 #include "lease/settle.hpp"
 #include "script/slot.hpp"
 

@@ -15,7 +15,7 @@
 #include "api/wrap/capi.hpp"
 #include "decide/log.hpp"
 #include "metrics/metrics_count.hpp"
-#include "api/rrl_conf.h"
+#include "base/rrl_conf_types.h"
 
 namespace rrl::engine {
 

@@ -25,7 +25,7 @@
 #include "topology/refresher.hpp"
 #include "engine/owed_replies.hpp"
 #include "engine/retry.hpp"
-#include "api/rrl_engine.h"
+#include "base/rrl_engine_types.h"
 #include "topology/slot_map.hpp"
 #include "conf/tls.hpp"
 

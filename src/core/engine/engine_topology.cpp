@@ -19,7 +19,7 @@
 
 #include "api/wrap/capi.hpp"
 #include "engine/engine.hpp"
-#include "api/rrl_conf.h"
+#include "base/rrl_conf_types.h"
 #include "topology/topology_fault.hpp"
 
 namespace rrl::engine {

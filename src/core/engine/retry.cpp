@@ -1,6 +1,6 @@
 #include "engine/retry.hpp"
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

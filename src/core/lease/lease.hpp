@@ -45,7 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/rrl_lease.h"
+#include "base/rrl_lease_types.h"
 
 namespace rrl {
 

@@ -3,8 +3,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "api/rrl_decision.h"
-#include "api/rrl_settle.h"
+#include "base/rrl_decision_types.h"
+#include "base/rrl_settle_types.h"
 
 namespace rrl {
 

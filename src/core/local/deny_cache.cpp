@@ -2,7 +2,7 @@
 
 #include "script/algorithm.hpp"
 #include "local/deny_entry.hpp"
-#include "api/rrl_deny_cache.h"
+#include "base/rrl_deny_cache_types.h"
 
 namespace rrl {
 

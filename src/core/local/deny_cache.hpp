@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

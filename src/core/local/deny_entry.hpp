@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

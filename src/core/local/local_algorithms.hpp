@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "local/local_algorithms.hpp"
-#include "api/rrl_local_zone.h"
+#include "base/rrl_local_zone_types.h"
 
 namespace rrl {
 

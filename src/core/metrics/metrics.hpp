@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

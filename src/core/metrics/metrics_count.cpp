@@ -1,8 +1,8 @@
 #include "metrics/metrics_count.hpp"
 
 #include "topology/redis_errors.hpp"
-#include "api/rrl_call_args.h"
-#include "api/rrl_lease.h"
+#include "base/rrl_call_args_types.h"
+#include "base/rrl_lease_types.h"
 
 namespace rrl {
 

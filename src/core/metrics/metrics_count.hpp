@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "engine/breaker.hpp"
-#include "api/rrl.h"
-#include "api/rrl_metrics_count.h"
+#include "base/rrl_types.h"
+#include "base/rrl_metrics_count_types.h"
 
 namespace rrl {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "script/key.hpp"
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "base/rrl_call_args_types.h"
 
 namespace rrl {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "script/algorithm.hpp"
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "base/rrl_call_args_types.h"
 #include "script/small_vector.hpp"
 
 namespace rrl {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "base/rrl_call_args_types.h"
 
 namespace rrl {
 

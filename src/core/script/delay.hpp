@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "base/rrl_call_args_types.h"
 
 namespace rrl {
 

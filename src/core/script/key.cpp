@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 #include "script/sha1.hpp"
 
 namespace rrl {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 #include "rrl_script.h"
 #include "script/sha1.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

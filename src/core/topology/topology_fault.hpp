@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "topology/address.hpp"
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 #include "topology/topology_replies.hpp"
 
 namespace rrl {

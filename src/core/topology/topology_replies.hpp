@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "topology/address.hpp"
-#include "api/rrl.h"
+#include "base/rrl_types.h"
 
 namespace rrl {
 

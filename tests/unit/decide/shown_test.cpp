@@ -10,6 +10,7 @@
 
 #include "tests/support/call_limit.hpp"
 #include "api/rrl_decision.h"
+#include "api/rrl_shown.h"
 
 namespace {
 
