@@ -28,13 +28,13 @@ class Decoder {
     Decoder(const std::uint8_t* data, std::size_t size)
         : data_(data), size_(size) {}
 
-    rrl_value_t value(int depth) {
-        rrl_value_t v{};
+    rrl::Value value(int depth) {
+        rrl::Value v{};
         v.type = 1 + byte() % 6;
         switch (v.type) {
-            case RRL_VALUE_STRING:
-            case RRL_VALUE_STATUS:
-            case RRL_VALUE_ERROR: {
+            case rrl::kValueString:
+            case rrl::kValueStatus:
+            case rrl::kValueError: {
                 std::size_t len = byte() % 32;
                 if (len > size_ - pos_) len = size_ - pos_;
                 v.str = reinterpret_cast<const char*>(data_ + pos_);
@@ -42,11 +42,11 @@ class Decoder {
                 pos_ += len;
                 break;
             }
-            case RRL_VALUE_ARRAY: {
+            case rrl::kValueArray: {
                 std::size_t n = depth < 4 ? byte() % 8 : 0;
                 if (n == 0) break;
-                arrays_.emplace_back(new rrl_value_t[n]);
-                rrl_value_t* elements = arrays_.back().get();
+                arrays_.emplace_back(new rrl::Value[n]);
+                rrl::Value* elements = arrays_.back().get();
                 for (std::size_t i = 0; i < n; i++) {
                     elements[i] = value(depth + 1);
                 }
@@ -54,7 +54,7 @@ class Decoder {
                 v.nelements = n;
                 break;
             }
-            case RRL_VALUE_INTEGER: {
+            case rrl::kValueInteger: {
                 std::uint8_t how = byte();
                 std::uint64_t raw = 0;
                 for (int b = 0; b < (how % 3 == 2 ? 8 : 2); b++) {
@@ -77,7 +77,7 @@ class Decoder {
     const std::uint8_t* data_;
     std::size_t size_;
     std::size_t pos_ = 0;
-    std::vector<std::unique_ptr<rrl_value_t[]>> arrays_;
+    std::vector<std::unique_ptr<rrl::Value[]>> arrays_;
 };
 
 void check_host(const std::string& host) {
@@ -108,13 +108,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     }
 
     Decoder decoder(data, size);
-    rrl_value_t reply = decoder.value(0);
+    rrl::Value reply = decoder.value(0);
 
     std::size_t max = size > 0 ? data[0] % 8 : 0;
     std::string error;
     if (auto ranges = rrl::parse_cluster_slots(reply, max, &error)) {
         std::size_t n = ranges->size();
-        FUZZ_CHECK(reply.type == RRL_VALUE_ARRAY && n == reply.nelements);
+        FUZZ_CHECK(reply.type == rrl::kValueArray && n == reply.nelements);
         FUZZ_CHECK(n <= max);
         for (std::size_t i = 0; i < n; i++) {
             const rrl::SlotRange& r = (*ranges)[i];
@@ -129,7 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     }
 
     auto answer = rrl::parse_sentinel_primary(reply, &error);
-    FUZZ_CHECK((answer && !answer->known) == (reply.type == RRL_VALUE_NIL));
+    FUZZ_CHECK((answer && !answer->known) == (reply.type == rrl::kValueNil));
     if (answer && answer->known) {
         FUZZ_CHECK(answer->primary.port >= 1 && answer->primary.port <= 65535);
         check_host(answer->primary.host);

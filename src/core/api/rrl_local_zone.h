@@ -15,18 +15,6 @@
 extern "C" {
 #endif
 
-/*
- * N and burst of a zone (burst as effective_burst() gives it) that one of
- * share servers allows alone: its share of each, at least one request per
- * period, and a token bucket keeps at least one token. A share of 0 is 1.
- */
-void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
-    uint64_t share, uint64_t *local_limit, uint64_t *local_burst)
-    RRL_NOEXCEPT;
-
-/* capacity() of the share: X-RateLimit-Limit while decided locally */
-uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
-    uint64_t share) RRL_NOEXCEPT;
 
 /*
  * The local limit of a request's limit: its zone's rate and algorithm from

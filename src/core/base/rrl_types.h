@@ -115,27 +115,6 @@ typedef struct {
 
 #define RRL_HOST_MAX  256   /* with its NUL */
 
-/*
- * A Redis reply as a tree, built by the engine from hiredis' reply for the
- * topology's parsers (topology_replies.hpp).
- */
-#define RRL_VALUE_STRING   1
-#define RRL_VALUE_ARRAY    2
-#define RRL_VALUE_INTEGER  3
-#define RRL_VALUE_NIL      4
-#define RRL_VALUE_STATUS   5
-#define RRL_VALUE_ERROR    6
-
-typedef struct rrl_value_s  rrl_value_t;
-
-struct rrl_value_s {
-    int                 type;
-    long long           integer;
-    const char         *str;        /* STRING, STATUS, ERROR: not NUL-terminated */
-    size_t              len;
-    const rrl_value_t  *elements;   /* ARRAY */
-    size_t              nelements;
-};
 
 /*
  * One key's state in a local (shared memory) zone, for "redis_ratelimit_fail

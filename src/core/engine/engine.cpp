@@ -69,13 +69,13 @@ Event::~Event() {
     loop_.unpost(mem_);
 }
 
-rrl_value_t convert(const redisReply* reply, ValueStore& store) {
-    rrl_value_t v{};
+Value convert(const redisReply* reply, ValueStore& store) {
+    Value v{};
     // hiredis zeroes what a type does not use
     v.type =
         (reply->type >= REDIS_REPLY_STRING && reply->type <= REDIS_REPLY_ERROR)
             ? reply->type
-            : RRL_VALUE_NIL;
+            : kValueNil;
     v.integer = reply->integer;
     v.str = reply->str;
     v.len = reply->len;

@@ -28,6 +28,7 @@
 #include "base/rrl_engine_types.h"
 #include "topology/slot_map.hpp"
 #include "conf/tls.hpp"
+#include "topology/topology_replies.hpp"
 
 namespace rrl::engine {
 
@@ -174,10 +175,8 @@ class Topology {
    private:
     Node* cluster_target();
     Node* sentinel_target();
-    bool cluster_answer(Node* asked, const rrl_value_t* value,
-                        std::string* why);
-    bool sentinel_answer(Node* sentinel, const rrl_value_t* value,
-                         std::string* why);
+    bool cluster_answer(Node* asked, const Value* value, std::string* why);
+    bool sentinel_answer(Node* sentinel, const Value* value, std::string* why);
 
     static bool on_send(void* data, uint64_t generation);
     static void on_timer_set(void* data, uint64_t ms);
@@ -317,7 +316,7 @@ void failure(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // a reply as the topology parsers read it, its arrays kept in store
-using ValueStore = std::list<std::vector<rrl_value_t>>;
-rrl_value_t convert(const redisReply* reply, ValueStore& store);
+using ValueStore = std::list<std::vector<Value>>;
+Value convert(const redisReply* reply, ValueStore& store);
 
 }  // namespace rrl::engine

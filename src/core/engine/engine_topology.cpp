@@ -133,9 +133,9 @@ void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
         if (t->refresher_.answer(reinterpret_cast<uintptr_t>(privdata))) {
             std::string why;
             ValueStore store;
-            rrl_value_t value{};
+            Value value{};
             if (rr) value = convert(rr, store);
-            const rrl_value_t* answer = rr ? &value : nullptr;
+            const Value* answer = rr ? &value : nullptr;
             bool cluster = t->engine_.mode == RRL_SERVER_CLUSTER;
             // an exception (no memory) is a failed answer, logged
             bool ok = capi::guarded("a topology answer", false, [&] {
@@ -185,7 +185,7 @@ Node* Topology::cluster_target() {
 
 // The new map from CLUSTER SLOTS: each slot's primary; primaries new to it
 // are connected, nodes out of it are closed once idle.
-bool Topology::cluster_answer(Node* asked, const rrl_value_t* value,
+bool Topology::cluster_answer(Node* asked, const Value* value,
                               std::string* why) {
     size_t max =
         value ? std::min<size_t>(value->nelements, RRL_CLUSTER_SLOTS) : 0;
@@ -241,7 +241,7 @@ Node* Topology::sentinel_target() {
     return node;
 }
 
-bool Topology::sentinel_answer(Node* sentinel, const rrl_value_t* value,
+bool Topology::sentinel_answer(Node* sentinel, const Value* value,
                                std::string* why) {
     const std::string& name = engine_.sentinel_name;
     auto primary = rrl::sentinel_answer(value, name, why);

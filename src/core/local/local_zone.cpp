@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "script/algorithm.hpp"
+
 namespace rrl {
 
 LocalShare local_share(int algorithm, std::uint64_t limit, std::uint64_t burst,
@@ -12,6 +14,14 @@ LocalShare local_share(int algorithm, std::uint64_t limit, std::uint64_t burst,
 
     if (algorithm == RRL_TOKEN_BUCKET && s.burst == 0) s.burst = 1;
     return s;
+}
+
+std::uint64_t local_capacity(int algorithm, std::uint64_t limit,
+                             std::uint64_t burst, std::uint64_t share) {
+    const Algorithm* a = rrl::algorithm(algorithm);
+    if (a == nullptr) return 0;
+    LocalShare s = local_share(algorithm, limit, burst, share);
+    return capacity(*a, s.limit, s.burst);
 }
 
 bool local_zone_check(const LocalLimit& limit, std::uint64_t share,

@@ -16,8 +16,16 @@ struct LocalShare {
     std::uint64_t burst;
 };
 
+// N and burst of a zone (burst as effective_burst() gives it) that one of
+// share servers allows alone: its share of each, at least one request per
+// period, and a token bucket keeps at least one token. A share of 0 is 1.
 LocalShare local_share(int algorithm, std::uint64_t limit, std::uint64_t burst,
                        std::uint64_t share);
+
+// capacity() of the share: X-RateLimit-Limit while decided locally; 0 for
+// an unknown algorithm.
+std::uint64_t local_capacity(int algorithm, std::uint64_t limit,
+                             std::uint64_t burst, std::uint64_t share);
 
 // As local_check() on the share of limit, on entry (null: none).
 bool local_zone_check(const LocalLimit& limit, std::uint64_t share,

@@ -12,14 +12,13 @@ constexpr std::size_t kErrorText = 256;
 
 }  // namespace
 
-std::optional<std::string> answer_failure(const rrl_value_t* reply,
-                                          bool array) {
+std::optional<std::string> answer_failure(const Value* reply, bool array) {
     if (reply == nullptr) return "failed: no reply";
-    if (reply->type == RRL_VALUE_ERROR) {
+    if (reply->type == kValueError) {
         return "failed: " +
                printable(std::string_view(reply->str, reply->len), kErrorText);
     }
-    if (array && reply->type != RRL_VALUE_ARRAY) {
+    if (array && reply->type != kValueArray) {
         return "failed: not an array";
     }
     return std::nullopt;
@@ -29,8 +28,9 @@ std::string answer_unknown(std::string_view name) {
     return "does not know \"" + std::string(name) + "\"";
 }
 
-std::optional<std::vector<SlotRange>> cluster_slots_answer(
-    const rrl_value_t* reply, std::size_t max, std::string* why) {
+std::optional<std::vector<SlotRange>> cluster_slots_answer(const Value* reply,
+                                                           std::size_t max,
+                                                           std::string* why) {
     why->clear();
     if (auto failure = answer_failure(reply, true)) {
         *why = *failure;
@@ -43,7 +43,7 @@ std::optional<std::vector<SlotRange>> cluster_slots_answer(
     return parsed;
 }
 
-std::optional<Address> sentinel_answer(const rrl_value_t* reply,
+std::optional<Address> sentinel_answer(const Value* reply,
                                        std::string_view name,
                                        std::string* why) {
     why->clear();

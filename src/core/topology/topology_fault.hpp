@@ -19,7 +19,7 @@ namespace rrl {
 
 // "failed: ..." for no reply (nullptr), an error reply, or (array) a reply
 // that is not an array; nullopt when the reply may be an answer.
-std::optional<std::string> answer_failure(const rrl_value_t* reply, bool array);
+std::optional<std::string> answer_failure(const Value* reply, bool array);
 
 // A sentinel that does not know the name of the primary asked for.
 std::string answer_unknown(std::string_view name);
@@ -29,14 +29,15 @@ std::string answer_unknown(std::string_view name);
 // logged after "CLUSTER SLOTS on HOST ": "failed: no reply", "failed: "
 // and an error reply's text (escaped), "failed: not an array"; "" when a
 // malformed reply was logged here.
-std::optional<std::vector<SlotRange>> cluster_slots_answer(
-    const rrl_value_t* reply, std::size_t max, std::string* why);
+std::optional<std::vector<SlotRange>> cluster_slots_answer(const Value* reply,
+                                                           std::size_t max,
+                                                           std::string* why);
 
 // A sentinel's reply for the primary of name (nullptr: none came), as
 // parse_sentinel_primary() reads it. nullopt with the reason in *why, to be
 // logged after "sentinel HOST ": "failed: ..." as above, "does not know
 // \"NAME\"", or "" when a malformed reply was logged here.
-std::optional<Address> sentinel_answer(const rrl_value_t* reply,
+std::optional<Address> sentinel_answer(const Value* reply,
                                        std::string_view name, std::string* why);
 
 }  // namespace rrl

@@ -13,45 +13,45 @@ namespace {
 // Enough of a hostile host or error text to see what it was.
 constexpr std::size_t shown_max = 64;
 
-std::string_view text(const rrl_value_t& v) {
+std::string_view text(const Value& v) {
     return v.str == nullptr ? std::string_view()
                             : std::string_view(v.str, v.len);
 }
 
-std::string shown(const rrl_value_t& v) {
+std::string shown(const Value& v) {
     return "\"" + printable(text(v), shown_max) + "\"";
 }
 
-bool is_array(const rrl_value_t& v, std::size_t min_elements) {
-    return v.type == RRL_VALUE_ARRAY && v.nelements >= min_elements &&
+bool is_array(const Value& v, std::size_t min_elements) {
+    return v.type == kValueArray && v.nelements >= min_elements &&
            (v.nelements == 0 || v.elements != nullptr);
 }
 
-bool is_string(const rrl_value_t& v) {
-    return v.type == RRL_VALUE_STRING && (v.len == 0 || v.str != nullptr);
+bool is_string(const Value& v) {
+    return v.type == kValueString && (v.len == 0 || v.str != nullptr);
 }
 
-bool is_slot(const rrl_value_t& v) {
-    return v.type == RRL_VALUE_INTEGER && v.integer >= 0 &&
+bool is_slot(const Value& v) {
+    return v.type == kValueInteger && v.integer >= 0 &&
            v.integer < RRL_CLUSTER_SLOTS;
 }
 
-bool is_port(const rrl_value_t& v) {
-    return v.type == RRL_VALUE_INTEGER && v.integer >= 1 && v.integer <= 65535;
+bool is_port(const Value& v) {
+    return v.type == kValueInteger && v.integer >= 1 && v.integer <= 65535;
 }
 
 // A node of CLUSTER SLOTS: [host, port, id, metadata...]. Redis 7 sends a
 // nil host (unknown-endpoint) or "?" (hostname, none set) when the client
 // is to use the address it asked, as older ones did with "".
-std::optional<Address> cluster_node(const rrl_value_t& node, std::string* why) {
+std::optional<Address> cluster_node(const Value& node, std::string* why) {
     if (!is_array(node, 2)) {
         *why = "primary is not [host, port, ...]";
         return std::nullopt;
     }
-    const rrl_value_t& host = node.elements[0];
-    const rrl_value_t& port = node.elements[1];
+    const Value& host = node.elements[0];
+    const Value& port = node.elements[1];
     Address a{};
-    if (host.type == RRL_VALUE_NIL ||
+    if (host.type == kValueNil ||
         (is_string(host) && (text(host).empty() || text(host) == "?"))) {
         a.host.clear();
     } else if (is_string(host) && host_valid(text(host))) {
@@ -62,7 +62,7 @@ std::optional<Address> cluster_node(const rrl_value_t& node, std::string* why) {
         return std::nullopt;
     }
     if (!is_port(port)) {
-        *why = port.type == RRL_VALUE_INTEGER
+        *why = port.type == kValueInteger
                    ? "bad port " + std::to_string(port.integer)
                    : "port is not an integer";
         return std::nullopt;
@@ -73,8 +73,9 @@ std::optional<Address> cluster_node(const rrl_value_t& node, std::string* why) {
 
 }  // namespace
 
-std::optional<std::vector<SlotRange>> parse_cluster_slots(
-    const rrl_value_t& reply, std::size_t max, std::string* error) {
+std::optional<std::vector<SlotRange>> parse_cluster_slots(const Value& reply,
+                                                          std::size_t max,
+                                                          std::string* error) {
     auto fail = [error](std::string why) {
         if (error != nullptr) *error = std::move(why);
         return std::nullopt;
@@ -86,12 +87,12 @@ std::optional<std::vector<SlotRange>> parse_cluster_slots(
     std::bitset<RRL_CLUSTER_SLOTS> served;
     for (std::size_t i = 0; i < reply.nelements; i++) {
         const std::string where = "range " + std::to_string(i + 1) + ": ";
-        const rrl_value_t& entry = reply.elements[i];
+        const Value& entry = reply.elements[i];
         if (!is_array(entry, 3)) {
             return fail(where + "not [start, end, primary, ...]");
         }
-        const rrl_value_t& start = entry.elements[0];
-        const rrl_value_t& end = entry.elements[1];
+        const Value& start = entry.elements[0];
+        const Value& end = entry.elements[1];
         if (!is_slot(start) || !is_slot(end) || start.integer > end.integer) {
             return fail(where + "bad slots");
         }
@@ -117,21 +118,21 @@ std::optional<std::vector<SlotRange>> parse_cluster_slots(
     return ranges;
 }
 
-std::optional<SentinelAnswer> parse_sentinel_primary(const rrl_value_t& reply,
+std::optional<SentinelAnswer> parse_sentinel_primary(const Value& reply,
                                                      std::string* error) {
     auto fail = [error](std::string why) {
         if (error != nullptr) *error = std::move(why);
         return std::nullopt;
     };
 
-    if (reply.type == RRL_VALUE_NIL) return SentinelAnswer{false, {}};
-    if (reply.type == RRL_VALUE_ERROR) return fail("error " + shown(reply));
+    if (reply.type == kValueNil) return SentinelAnswer{false, {}};
+    if (reply.type == kValueError) return fail("error " + shown(reply));
     if (!is_array(reply, 2) || reply.nelements != 2 ||
         !is_string(reply.elements[0]) || !is_string(reply.elements[1])) {
         return fail("not [host, port] as two strings");
     }
-    const rrl_value_t& host = reply.elements[0];
-    const rrl_value_t& port = reply.elements[1];
+    const Value& host = reply.elements[0];
+    const Value& port = reply.elements[1];
     if (!host_valid(text(host))) return fail("bad host " + shown(host));
     std::optional<unsigned> p = parse_port(text(port));
     if (!p) return fail("bad port " + shown(port));

@@ -162,20 +162,23 @@ TEST_F(TlsTest, TheServersFilesUnderThePrefix) {
 
 namespace {
 
+// through the shim's entry, rrl_server_tls(): no file, the system's CAs
 TEST(TlsCApi, MadeAndFreed) {
+    rrl_server_conf_t sc{};
+    sc.tls_verify = 1;
     char why[64] = "untouched";
-    rrl_tls_t* tls =
-        rrl_tls_new(nullptr, nullptr, nullptr, 1, why, sizeof(why));
+    rrl_tls_t* tls = rrl_server_tls(&sc, "/", 1, why, sizeof(why));
     ASSERT_NE(tls, nullptr);
     EXPECT_STREQ(why, "untouched");
     rrl_tls_free(tls);
 }
 
 TEST(TlsCApi, WhyIsCutToItsRoom) {
+    const std::string ca = "/nonexistent/ca.pem";
+    rrl_server_conf_t sc{};
+    sc.tls_ca = {ca.data(), ca.size()};
     char why[16];
-    EXPECT_EQ(rrl_tls_new("/nonexistent/ca.pem", nullptr, nullptr, 0, why,
-                          sizeof(why)),
-              nullptr);
+    EXPECT_EQ(rrl_server_tls(&sc, "/", 1, why, sizeof(why)), nullptr);
     EXPECT_STREQ(why, "cannot read tls");
 }
 

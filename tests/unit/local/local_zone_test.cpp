@@ -36,9 +36,8 @@ struct Share {
 
 Share share_of(int algorithm, std::uint64_t limit, std::uint64_t burst,
                std::uint64_t share) {
-    Share s{};
-    rrl_local_share(algorithm, limit, burst, share, &s.limit, &s.burst);
-    return s;
+    rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
+    return Share{s.limit, s.burst};
 }
 
 TEST(LocalShare, OneShareIsTheWholeZone) {
@@ -83,12 +82,12 @@ TEST(LocalShare, ATokenBucketKeepsAToken) {
 }
 
 TEST(LocalCapacity, IsTheCapacityOfTheShare) {
-    EXPECT_EQ(rrl_local_capacity(RRL_FIXED_WINDOW, 100, 20, 1), 120u);
-    EXPECT_EQ(rrl_local_capacity(RRL_FIXED_WINDOW, 100, 20, 4), 30u);
-    EXPECT_EQ(rrl_local_capacity(RRL_TOKEN_BUCKET, 100, 100, 4), 25u);
-    EXPECT_EQ(rrl_local_capacity(RRL_TOKEN_BUCKET, 3, 3, 10), 1u);
-    EXPECT_EQ(rrl_local_capacity(RRL_LEAKY_BUCKET, 10, 9, 4), 3u);
-    EXPECT_EQ(rrl_local_capacity(RRL_ALGORITHM_COUNT, 10, 9, 4), 0u);
+    EXPECT_EQ(rrl::local_capacity(RRL_FIXED_WINDOW, 100, 20, 1), 120u);
+    EXPECT_EQ(rrl::local_capacity(RRL_FIXED_WINDOW, 100, 20, 4), 30u);
+    EXPECT_EQ(rrl::local_capacity(RRL_TOKEN_BUCKET, 100, 100, 4), 25u);
+    EXPECT_EQ(rrl::local_capacity(RRL_TOKEN_BUCKET, 3, 3, 10), 1u);
+    EXPECT_EQ(rrl::local_capacity(RRL_LEAKY_BUCKET, 10, 9, 4), 3u);
+    EXPECT_EQ(rrl::local_capacity(RRL_ALGORITHM_COUNT, 10, 9, 4), 0u);
 }
 
 // local_zone_check on a zone of 5r/s, burst, share and cost given

@@ -349,10 +349,10 @@ TEST(Redirect, OnlyTheGivenLengthCounts) {
     EXPECT_FALSE(rrl::parse_redirect({}));
 }
 
-// ---- replies as rrl_value_t trees ----
+// ---- replies as rrl::Value trees ----
 
 // A reply as the engine hands it over: Node is the plain description,
-// Tree the rrl_value_t view of it (pointing into the Node it keeps).
+// Tree the rrl::Value view of it (pointing into the Node it keeps).
 struct Node {
     int type;
     long long integer;
@@ -361,22 +361,22 @@ struct Node {
 };
 
 Node bulk(std::string s) {
-    return {RRL_VALUE_STRING, 0, std::move(s), {}};
+    return {rrl::kValueString, 0, std::move(s), {}};
 }
 Node status(std::string s) {
-    return {RRL_VALUE_STATUS, 0, std::move(s), {}};
+    return {rrl::kValueStatus, 0, std::move(s), {}};
 }
 Node error(std::string s) {
-    return {RRL_VALUE_ERROR, 0, std::move(s), {}};
+    return {rrl::kValueError, 0, std::move(s), {}};
 }
 Node integer(long long i) {
-    return {RRL_VALUE_INTEGER, i, "", {}};
+    return {rrl::kValueInteger, i, "", {}};
 }
 Node nil() {
-    return {RRL_VALUE_NIL, 0, "", {}};
+    return {rrl::kValueNil, 0, "", {}};
 }
 Node array(std::vector<Node> e) {
-    return {RRL_VALUE_ARRAY, 0, "", std::move(e)};
+    return {rrl::kValueArray, 0, "", std::move(e)};
 }
 
 class Tree {
@@ -385,21 +385,21 @@ class Tree {
     Tree(const Tree&) = delete;
     Tree& operator=(const Tree&) = delete;
 
-    const rrl_value_t* get() const { return &root_; }
+    const rrl::Value* get() const { return &root_; }
 
    private:
-    rrl_value_t view(const Node& n) {
-        rrl_value_t v{};
+    rrl::Value view(const Node& n) {
+        rrl::Value v{};
         v.type = n.type;
         v.integer = n.integer;
-        if (n.type == RRL_VALUE_STRING || n.type == RRL_VALUE_STATUS ||
-            n.type == RRL_VALUE_ERROR) {
+        if (n.type == rrl::kValueString || n.type == rrl::kValueStatus ||
+            n.type == rrl::kValueError) {
             v.str = n.str.data();
             v.len = n.str.size();
         }
-        if (n.type == RRL_VALUE_ARRAY && !n.elements.empty()) {
-            arrays_.emplace_back(new rrl_value_t[n.elements.size()]);
-            rrl_value_t* elements = arrays_.back().get();
+        if (n.type == rrl::kValueArray && !n.elements.empty()) {
+            arrays_.emplace_back(new rrl::Value[n.elements.size()]);
+            rrl::Value* elements = arrays_.back().get();
             for (std::size_t i = 0; i < n.elements.size(); i++) {
                 elements[i] = view(n.elements[i]);
             }
@@ -410,8 +410,8 @@ class Tree {
     }
 
     const Node node_;
-    std::vector<std::unique_ptr<rrl_value_t[]>> arrays_;
-    rrl_value_t root_;
+    std::vector<std::unique_ptr<rrl::Value[]>> arrays_;
+    rrl::Value root_;
 };
 
 struct Logged {

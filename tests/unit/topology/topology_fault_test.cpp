@@ -11,24 +11,24 @@
 
 namespace {
 
-rrl_value_t str(const char* s, int type = RRL_VALUE_STRING) {
-    rrl_value_t v{};
+rrl::Value str(const char* s, int type = rrl::kValueString) {
+    rrl::Value v{};
     v.type = type;
     v.str = s;
     v.len = std::strlen(s);
     return v;
 }
 
-rrl_value_t integer(long long i) {
-    rrl_value_t v{};
-    v.type = RRL_VALUE_INTEGER;
+rrl::Value integer(long long i) {
+    rrl::Value v{};
+    v.type = rrl::kValueInteger;
     v.integer = i;
     return v;
 }
 
-rrl_value_t array(const std::vector<rrl_value_t>& elements) {
-    rrl_value_t v{};
-    v.type = RRL_VALUE_ARRAY;
+rrl::Value array(const std::vector<rrl::Value>& elements) {
+    rrl::Value v{};
+    v.type = rrl::kValueArray;
     v.elements = elements.data();
     v.nelements = elements.size();
     return v;
@@ -39,7 +39,7 @@ struct Slots {
     size_t n = 99;
     std::string why;
 
-    int answer(const rrl_value_t* reply) {
+    int answer(const rrl::Value* reply) {
         why.assign(16, 'x');
         auto parsed = rrl::cluster_slots_answer(reply, 4, &why);
         if (!parsed) return RRL_ERROR;
@@ -57,7 +57,7 @@ TEST(ClusterSlotsAnswer, NoReply) {
 
 TEST(ClusterSlotsAnswer, AnErrorReplyEscaped) {
     Slots s;
-    rrl_value_t error = str("ERR forged\nline", RRL_VALUE_ERROR);
+    rrl::Value error = str("ERR forged\nline", rrl::kValueError);
     EXPECT_EQ(s.answer(&error), RRL_ERROR);
     EXPECT_EQ(s.why, "failed: ERR forged\\x0aline");
 }
@@ -65,7 +65,7 @@ TEST(ClusterSlotsAnswer, AnErrorReplyEscaped) {
 TEST(ClusterSlotsAnswer, ALongErrorIsCut) {
     Slots s;
     std::string text(1000, 'E');
-    rrl_value_t error = str(text.c_str(), RRL_VALUE_ERROR);
+    rrl::Value error = str(text.c_str(), rrl::kValueError);
     EXPECT_EQ(s.answer(&error), RRL_ERROR);
     std::string why = s.why;
     EXPECT_EQ(why.size(), 8u + 256u);
@@ -74,18 +74,18 @@ TEST(ClusterSlotsAnswer, ALongErrorIsCut) {
 
 TEST(ClusterSlotsAnswer, NotAnArray) {
     Slots s;
-    rrl_value_t status = str("OK", RRL_VALUE_STATUS);
+    rrl::Value status = str("OK", rrl::kValueStatus);
     EXPECT_EQ(s.answer(&status), RRL_ERROR);
     EXPECT_EQ(s.why, "failed: not an array");
 }
 
 TEST(ClusterSlotsAnswer, AnArrayIsParsed) {
     Slots s;
-    std::vector<rrl_value_t> node = {str("127.0.0.1"), integer(7000)};
-    rrl_value_t primary = array(node);
-    std::vector<rrl_value_t> range = {integer(0), integer(16383), primary};
-    std::vector<rrl_value_t> ranges = {array(range)};
-    rrl_value_t reply = array(ranges);
+    std::vector<rrl::Value> node = {str("127.0.0.1"), integer(7000)};
+    rrl::Value primary = array(node);
+    std::vector<rrl::Value> range = {integer(0), integer(16383), primary};
+    std::vector<rrl::Value> ranges = {array(range)};
+    rrl::Value reply = array(ranges);
     ASSERT_EQ(s.answer(&reply), RRL_OK);
     EXPECT_EQ(s.why, "");
     ASSERT_EQ(s.n, 1u);
@@ -96,9 +96,9 @@ TEST(ClusterSlotsAnswer, AnArrayIsParsed) {
 
 TEST(ClusterSlotsAnswer, MalformedIsLoggedByTheCore) {
     Slots s;
-    std::vector<rrl_value_t> range = {integer(0)};
-    std::vector<rrl_value_t> ranges = {array(range)};
-    rrl_value_t reply = array(ranges);
+    std::vector<rrl::Value> range = {integer(0)};
+    std::vector<rrl::Value> ranges = {array(range)};
+    rrl::Value reply = array(ranges);
     EXPECT_EQ(s.answer(&reply), RRL_ERROR);
     EXPECT_EQ(s.why, "");
 }
@@ -108,7 +108,7 @@ struct Sentinel {
     unsigned port = 0;
     std::string why;
 
-    int answer(const rrl_value_t* reply) {
+    int answer(const rrl::Value* reply) {
         why.assign(16, 'x');
         auto primary = rrl::sentinel_answer(reply, "mymaster", &why);
         if (!primary) return RRL_ERROR;
@@ -122,23 +122,23 @@ TEST(SentinelAnswer, NoReplyOrAnError) {
     Sentinel s;
     EXPECT_EQ(s.answer(nullptr), RRL_ERROR);
     EXPECT_EQ(s.why, "failed: no reply");
-    rrl_value_t error = str("NOAUTH Authentication required.", RRL_VALUE_ERROR);
+    rrl::Value error = str("NOAUTH Authentication required.", rrl::kValueError);
     EXPECT_EQ(s.answer(&error), RRL_ERROR);
     EXPECT_EQ(s.why, "failed: NOAUTH Authentication required.");
 }
 
 TEST(SentinelAnswer, AnUnknownName) {
     Sentinel s;
-    rrl_value_t nil{};
-    nil.type = RRL_VALUE_NIL;
+    rrl::Value nil{};
+    nil.type = rrl::kValueNil;
     EXPECT_EQ(s.answer(&nil), RRL_ERROR);
     EXPECT_EQ(s.why, "does not know \"mymaster\"");
 }
 
 TEST(SentinelAnswer, ThePrimary) {
     Sentinel s;
-    std::vector<rrl_value_t> addr = {str("10.0.0.2"), str("6380")};
-    rrl_value_t reply = array(addr);
+    std::vector<rrl::Value> addr = {str("10.0.0.2"), str("6380")};
+    rrl::Value reply = array(addr);
     ASSERT_EQ(s.answer(&reply), RRL_OK);
     EXPECT_EQ(s.why, "");
     EXPECT_EQ(s.host, "10.0.0.2");
@@ -147,7 +147,7 @@ TEST(SentinelAnswer, ThePrimary) {
 
 TEST(SentinelAnswer, MalformedIsLoggedByTheCore) {
     Sentinel s;
-    rrl_value_t status = str("OK", RRL_VALUE_STATUS);  // not an array: parsed
+    rrl::Value status = str("OK", rrl::kValueStatus);  // not an array: parsed
     EXPECT_EQ(s.answer(&status), RRL_ERROR);
     EXPECT_EQ(s.why, "");
 }

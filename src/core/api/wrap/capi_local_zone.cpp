@@ -6,21 +6,6 @@
 
 using rrl::capi::guarded;
 
-void rrl_local_share(int algorithm, uint64_t limit, uint64_t burst,
-                     uint64_t share, uint64_t* local_limit,
-                     uint64_t* local_burst) noexcept {
-    rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
-    *local_limit = s.limit;
-    *local_burst = s.burst;
-}
-
-uint64_t rrl_local_capacity(int algorithm, uint64_t limit, uint64_t burst,
-                            uint64_t share) noexcept {
-    rrl::LocalShare s = rrl::local_share(algorithm, limit, burst, share);
-    const rrl::Algorithm* a = rrl::algorithm(algorithm);
-    return a == nullptr ? 0 : rrl::capacity(*a, s.limit, s.burst);
-}
-
 rrl_local_limit_t rrl_local_limit(const rrl_call_limit_t* zone_limit,
                                   uint64_t cost) noexcept {
     rrl_local_limit_t l{};

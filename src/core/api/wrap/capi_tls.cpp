@@ -44,20 +44,6 @@ rrl_tls_t* tls_new(Make make, char* why, size_t size) noexcept {
 
 extern "C" {
 
-rrl_tls_t* rrl_tls_new(const char* ca, const char* cert, const char* key,
-                       int verify, char* why, size_t size) noexcept {
-    return tls_new(
-        [&] {
-            rrl::TlsFiles files;
-            files.ca = ca ? ca : "";
-            files.cert = cert ? cert : "";
-            files.key = key ? key : "";
-            files.verify = verify != 0;
-            return files;
-        },
-        why, size);
-}
-
 rrl_tls_t* rrl_server_tls(const rrl_server_conf_t* sc, const char* prefix,
                           size_t prefix_len, char* why, size_t size) noexcept {
     return tls_new(
