@@ -11,7 +11,7 @@
 # files, on a file outside engine/ that includes hiredis, and on a file
 # outside api/ that includes a file of api/ (the C API is the core's edge:
 # its headers are for the shim and for api/'s wrappers; tests may include
-# them). The files that still do are listed below as known.
+# them).
 #
 # A file calls another when its code (comments aside) names a function or a
 # global variable that the other defines (at the start of a line, nginx
@@ -37,29 +37,9 @@ GetOptions('max-total=i' => \$max_total, 'core=s' => \$core)
     or die "usage: $0 [--max-total N] [--core CORE_DIR] [SHIM_DIR]\n";
 my $dir = $ARGV[0] // dirname(abs_path($0)) . '/../src/ngx';
 
-# Files of the core outside api/ that include an api/ header today, for its
-# C types and constants (rrl_*_t, RRL_*) or the wrappers' guard
-# (api/wrap/capi.hpp): issue 26's item 2 gives them C++ types of their own
-# and takes them off this list. A file not on it fails; a file on it that
-# no longer includes api/ is printed, to be taken off.
-my %known_api = map { $_ => 1 } qw(
-    conf/limit_conf.hpp conf/value_conf.cpp conf/zone_conf.hpp
-    decide/fields.hpp decide/log.cpp decide/shown.hpp
-    engine/backoff.cpp engine/breaker.hpp engine/call.cpp engine/engine.cpp
-    engine/engine.hpp engine/engine_batches.cpp engine/engine_node.cpp
-    engine/engine_topology.cpp engine/handshake.hpp engine/reply_count.hpp
-    engine/retry.cpp
-    lease/lease.hpp lease/settle.cpp
-    local/deny.hpp local/deny_cache.cpp local/deny_cache.hpp local/local.hpp
-    local/local_zone.hpp
-    metrics/metrics.hpp metrics/metrics_count.cpp metrics/metrics_count.hpp
-    script/algorithm.hpp script/call_args.cpp script/call_args.hpp
-    script/delay.hpp script/key.cpp script/reply.hpp script/script.cpp
-    script/slot.cpp
-    topology/address.cpp topology/error_reply.cpp topology/node_use.hpp
-    topology/primary.hpp topology/refresher.hpp topology/slot_map.hpp
-    topology/topology.hpp topology/topology_answer.hpp
-);
+# A file of the core outside api/ never includes an api/ header: the C
+# types and constants it shares with the shim are base/'s rrl_*_types.h,
+# the guard base/guard.hpp.
 
 my (%lines, %text, %defines, %globals);
 my @files = sort glob("$dir/*.c"), sort glob("$dir/*.h");
@@ -207,8 +187,7 @@ if (@writes) {
 }
 
 # the core: every file under CORE_DIR, by its path there
-my (%core_lines, %folder_files, %folder_lines, @core_bad, @api_known,
-    @api_gone);
+my (%core_lines, %folder_files, %folder_lines, @core_bad);
 $core = abs_path($core) // die "no core directory\n";
 find({ no_chdir => 1, wanted => sub {
     return unless -f $_;
@@ -225,16 +204,8 @@ find({ no_chdir => 1, wanted => sub {
     push @core_bad, "$rel: $n lines, over $max_file" if $n > $max_file;
     push @core_bad, "$rel includes hiredis outside engine/"
         if $rel !~ m{^engine/} && $t =~ /^\s*#\s*include\s*[<"]hiredis\//m;
-    if ($rel !~ m{^api/}) {
-        my $api = $t =~ /^\s*#\s*include\s*"api\//m;
-        if ($api && $known_api{$rel}) {
-            push @api_known, $rel;
-        } elsif ($api) {
-            push @core_bad, "$rel includes an api/ header (only api/ and the shim may)";
-        } elsif ($known_api{$rel}) {
-            push @api_gone, $rel;
-        }
-    }
+    push @core_bad, "$rel includes an api/ header (only api/ and the shim may)"
+        if $rel !~ m{^api/} && $t =~ /^\s*#\s*include\s*"api\//m;
 } }, $core);
 die "no core files in $core\n" unless %core_lines;
 
@@ -249,15 +220,6 @@ for my $f (sort keys %folder_files) {
 }
 printf "%4d %6d  in all\n", $core_files, $core_total;
 
-if (@api_known) {
-    printf "== src/core: known, outside api/ and including it (%d)\n",
-        scalar @api_known;
-    print join(' ', sort @api_known), "\n";
-}
-if (@api_gone) {
-    print "== src/core: no longer include api/ (take them off the known list)\n";
-    print join(' ', sort @api_gone), "\n";
-}
 if (@core_bad) {
     print "== src/core: over the rules\n";
     print "$_\n" for sort @core_bad;

@@ -1,12 +1,9 @@
 /*
- * The C API of the rate limiter core: its common codes, the log callback,
- * and the rules the nginx shim calls that belong to no subsystem's header
- * (rrl_conf.h, rrl_engine.h, rrl_lease.h, ... include this one). Every
- * function is noexcept: failures come back as return codes and, where
- * useful, a message through the log callback.
- *
- * The types and constants, shared by the core (C++) and the shim (C): the
- * functions are the C API's, api/rrl.h.
+ * The types and constants every part of the core and the shim shares:
+ * result codes, log levels, algorithms, a limit's result and a request's
+ * decision, the reply's layout, the Retry-After and X-RateLimit bounds.
+ * Plain C, so that the shim's C and the core's C++ read one definition;
+ * the functions over them are the C API's (api/rrl.h and the rest of api/).
  */
 
 #ifndef RRL_TYPES_H

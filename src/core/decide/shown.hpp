@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/rrl_shown_types.h"
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 namespace rrl {
 

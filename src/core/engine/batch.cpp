@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "engine/resp.hpp"
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 namespace rrl {
 

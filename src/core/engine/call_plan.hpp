@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 namespace rrl {
 

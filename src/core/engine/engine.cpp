@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "api/wrap/capi.hpp"
-#include "decide/log.hpp"
+#include "base/guard.hpp"
+#include "base/log.hpp"
 #include "metrics/metrics_count.hpp"
 #include "base/rrl_conf_types.h"
 
@@ -58,7 +58,7 @@ Event::Event(const rrl_loop_t& loop, void (*handler)(void*), void* arg,
 
 void Event::run(void* event) {
     auto* ev = static_cast<Event*>(event);
-    capi::guarded("an event", 0, [ev] {
+    guarded("an event", 0, [ev] {
         ev->handler_(ev->arg_);
         return 0;
     });
@@ -205,7 +205,7 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
     }
 
     // argv not of the script's shape: logged, no call
-    auto parts = capi::guarded("call", std::unique_ptr<Call>(), [&] {
+    auto parts = guarded("call", std::unique_ptr<Call>(), [&] {
         SmallVector<std::string_view, 4 + (1 + RRL_ARGS_PER_LIMIT) * 8> args;
         for (int i = 0; i < argc; i++) args.push_back({argv[i], argvlen[i]});
         return std::make_unique<Call>(args.data(), args.size(), zones, n,
@@ -410,7 +410,7 @@ void Engine::finish(rrl_engine_call_t* call) {
     void* data = call->data;
     rrl_engine_done_pt done = call->done;
 
-    result->nvalues = capi::guarded("call", size_t{0}, [&] {
+    result->nvalues = guarded("call", size_t{0}, [&] {
         return call->parts->merge(result->values, result->capacity);
     });
     result->rc = result->nvalues ? RRL_OK : RRL_ERROR;
@@ -428,7 +428,7 @@ void Engine::release(rrl_engine_call_t* call) {
     for (size_t i = 0; i < parts.parts(); i++) {
         Node* node = part_node(parts, i);
         if (!parts.to_release(i) || node->ac == nullptr) continue;
-        std::string form = capi::guarded(
+        std::string form = guarded(
             "call", std::string(), [&] { return parts.release_command(i); });
         if (form.empty()) continue;
         (void)node->command(nullptr, nullptr, form.data(), form.size());

@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "api/wrap/capi.hpp"
+#include "base/guard.hpp"
 #include "engine/engine.hpp"
 #include "topology/redis_errors.hpp"
 #include "script/key.hpp"
@@ -73,7 +73,7 @@ bool Batches::add(rrl_engine_call_t* call, size_t part) {
     auto* node = static_cast<Node*>(parts.node(part));
     // no memory: logged, the part is not sent
     std::pair<Batch*, bool> opened =
-        capi::guarded("call", std::pair<Batch*, bool>(nullptr, false),
+        guarded("call", std::pair<Batch*, bool>(nullptr, false),
                       [&] { return open_.get(node, parts.slot(part)); });
     Batch* batch = opened.first;
     bool created = opened.second;
@@ -85,7 +85,7 @@ bool Batches::add(rrl_engine_call_t* call, size_t part) {
         node->batches++;
         flush_.post();
     }
-    int full = capi::guarded(
+    int full = guarded(
         "call", -1, [&] { return batch->add(parts, part, call) ? 1 : 0; });
     if (full < 0) {
         part_unsent(call, part);
@@ -140,7 +140,7 @@ void Batches::send(Batch* batch) {
         return;
     }
     const std::string* command =
-        capi::guarded("call", static_cast<const std::string*>(nullptr),
+        guarded("call", static_cast<const std::string*>(nullptr),
                       [&] { return &batch->command(engine_.sha); });
     if (command == nullptr) {
         unsent(batch, false);
@@ -159,7 +159,7 @@ void Batches::send(Batch* batch) {
 }
 
 void Batches::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("a reply", 0, [&] {
+    guarded("a reply", 0, [&] {
         auto* batch = static_cast<Batch*>(privdata);
         auto* rr = static_cast<const redisReply*>(reply);
         Node* node = batch_node(batch);

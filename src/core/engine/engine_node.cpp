@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/backoff.hpp"
-#include "api/wrap/capi.hpp"
+#include "base/guard.hpp"
 #include "engine/engine.hpp"
 #include "script/key.hpp"
 
@@ -255,7 +255,7 @@ void Node::setup(int step) {
 }
 
 void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("a reply", 0, [&] {
+    guarded("a reply", 0, [&] {
         int step = int(reinterpret_cast<intptr_t>(privdata));
         auto* rr = static_cast<redisReply*>(reply);
         auto* node = static_cast<Node*>(ac->data);
@@ -274,7 +274,7 @@ void Node::on_setup(redisAsyncContext* ac, void* reply, void* privdata) {
 }
 
 void Node::on_connect(const redisAsyncContext* ac, int status) {
-    capi::guarded("a connection", 0, [&] {
+    guarded("a connection", 0, [&] {
         auto* node = static_cast<Node*>(ac->data);
         // a failure: hiredis frees the context next, and closed() retries
         if (status != REDIS_OK || node == nullptr) return 0;
@@ -291,7 +291,7 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
 }
 
 void Node::on_closed(void* arg, const char* why) {
-    capi::guarded("a connection", 0, [&] {
+    guarded("a connection", 0, [&] {
         auto* node = static_cast<Node*>(arg);
         // ac->data stays: hiredis 1.x runs the pending callbacks (NULL
         // replies) after this hook, and the topology's finds its node there

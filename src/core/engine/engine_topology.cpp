@@ -17,7 +17,7 @@
 #include <new>
 #include <vector>
 
-#include "api/wrap/capi.hpp"
+#include "base/guard.hpp"
 #include "engine/engine.hpp"
 #include "base/rrl_conf_types.h"
 #include "topology/topology_fault.hpp"
@@ -124,7 +124,7 @@ void Topology::on_timer(void* arg) {
 }
 
 void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
-    capi::guarded("a reply", 0, [&] {
+    guarded("a reply", 0, [&] {
         auto* node = static_cast<Node*>(ac->data);
         auto* rr = static_cast<const redisReply*>(reply);
         Topology* t = node->engine.topology;
@@ -138,7 +138,7 @@ void Topology::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
             const Value* answer = rr ? &value : nullptr;
             bool cluster = t->engine_.mode == RRL_SERVER_CLUSTER;
             // an exception (no memory) is a failed answer, logged
-            bool ok = capi::guarded("a topology answer", false, [&] {
+            bool ok = guarded("a topology answer", false, [&] {
                 return cluster ? t->cluster_answer(node, answer, &why)
                                : t->sentinel_answer(node, answer, &why);
             });

@@ -13,7 +13,7 @@
 #include "script/algorithm.hpp"
 #include "base/rrl_types.h"
 #include "base/rrl_call_args_types.h"
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 namespace rrl {
 

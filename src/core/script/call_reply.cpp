@@ -5,9 +5,9 @@
 #include <string>
 
 #include "script/call_args.hpp"
-#include "decide/log.hpp"
+#include "base/log.hpp"
 #include "script/script_reply.hpp"
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 namespace rrl {
 

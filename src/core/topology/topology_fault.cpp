@@ -1,7 +1,7 @@
 #include "topology/topology_fault.hpp"
 
 #include "script/key.hpp"
-#include "decide/log.hpp"
+#include "base/log.hpp"
 
 namespace rrl {
 

@@ -13,7 +13,7 @@
 #include "local/deny_entry.hpp"
 #include "decide/fields.hpp"
 #include "script/key.hpp"
-#include "decide/log.hpp"
+#include "base/log.hpp"
 #include "metrics/metrics.hpp"
 #include "decide/problem.hpp"
 #include "script/script_reply.hpp"
@@ -114,6 +114,10 @@ size_t rrl_problem_json(char* buf, size_t size, unsigned status,
         }
         return put(rrl::problem_json(status, zones), buf, size);
     });
+}
+
+void rrl_set_logger(rrl_log_pt handler, void* data) noexcept {
+    rrl::set_logger(handler, data);
 }
 
 }  // extern "C"

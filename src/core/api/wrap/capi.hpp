@@ -9,23 +9,13 @@
 #include <string_view>
 #include <vector>
 
-#include "decide/log.hpp"
+#include "base/guard.hpp"
+#include "base/log.hpp"
 #include "api/rrl.h"
 
 namespace rrl::capi {
 
-// Runs body; an exception is logged as "what: why" and gives on_error.
-template <typename F, typename R>
-R guarded(const char* what, R on_error, F&& body) noexcept {
-    try {
-        return body();
-    } catch (const std::exception& e) {
-        rrl::log(LogLevel::error, std::string(what) + ": " + e.what());
-    } catch (...) {
-        rrl::log(LogLevel::error, std::string(what) + ": unknown exception");
-    }
-    return on_error;
-}
+using rrl::guarded;
 
 // snprintf's convention: the whole length, written only when it fits.
 inline size_t put(const std::string& value, char* buf, size_t size) noexcept {

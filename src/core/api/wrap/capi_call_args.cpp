@@ -7,7 +7,7 @@
 #include "script/call_reply.hpp"
 #include "api/wrap/capi.hpp"
 #include "script/delay.hpp"
-#include "decide/log.hpp"
+#include "base/log.hpp"
 #include "script/script_reply.hpp"
 #include "api/rrl_call_args.h"
 

@@ -9,7 +9,7 @@
 #include "lease/lease.hpp"
 #include "script/script_reply.hpp"
 #include "api/rrl_lease_call.h"
-#include "script/small_vector.hpp"
+#include "base/small_vector.hpp"
 
 using rrl::capi::guarded;
 

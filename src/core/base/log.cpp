@@ -1,4 +1,4 @@
-#include "decide/log.hpp"
+#include "base/log.hpp"
 
 #include "base/rrl_types.h"
 
@@ -17,9 +17,9 @@ void log(LogLevel level, const std::string& message) noexcept {
     }
 }
 
-}  // namespace rrl
-
-extern "C" void rrl_set_logger(rrl_log_pt handler, void* data) noexcept {
+void set_logger(rrl_log_pt handler, void* data) noexcept {
     log_handler = handler;
     log_data = data;
 }
+
+}  // namespace rrl

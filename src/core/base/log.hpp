@@ -4,10 +4,15 @@
 
 #include <string>
 
+#include "base/rrl_types.h"
+
 namespace rrl {
 
 enum class LogLevel { error = 0, warn = 1, info = 2, failure = 3 };
 
 void log(LogLevel level, const std::string& message) noexcept;
+
+// The host's callback (rrl_set_logger()); none: nothing is logged.
+void set_logger(rrl_log_pt handler, void* data) noexcept;
 
 }  // namespace rrl
