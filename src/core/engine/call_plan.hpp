@@ -118,8 +118,8 @@ class Call {
     };
     struct Part {
         unsigned slot = 0;
-        SmallVector<std::size_t, 8> index;  // the request's limit of each
-        SmallVector<std::int64_t, 64> values;
+        SmallVector<std::size_t, 4> index;  // the request's limit of each
+        SmallVector<std::int64_t, 16> values;
         bool ok = false;  // values are set
         void* node = nullptr;
         bool in_batch = false;
@@ -136,9 +136,10 @@ class Call {
 
     std::string sha_;
     std::string time_;
-    // a request's few limits and parts: no allocation of their own
-    SmallVector<Limit, 4> limits_;
-    SmallVector<Part, 2> parts_;
+    // a request's few limits and parts: no allocation of their own, and
+    // the Call small enough for malloc's per-thread cache
+    SmallVector<Limit, 2> limits_;
+    SmallVector<Part, 1> parts_;
     bool detached_ = false;
     bool settlement_ = false;
 };
