@@ -35,8 +35,10 @@ void rrl_server_engine_conf(const rrl_server_conf_t *sc,
     rrl_engine_conf_t *conf) RRL_NOEXCEPT;
 
 /*
- * rrl_tls_new() of sc's files and tls_verify, a relative name under prefix
- * (nginx's conf prefix, as ngx_conf_full_name() has it).
+ * The SSL context (rrl_tls.h) of sc's files and tls_verify, a relative name
+ * under prefix (nginx's conf prefix, as ngx_conf_full_name() has it); NULL
+ * with why (NUL-terminated, size bytes) naming the file that cannot be used
+ * and why. No file: the system's CAs, no client certificate.
  */
 rrl_tls_t *rrl_server_tls(const rrl_server_conf_t *sc, const char *prefix,
     size_t prefix_len, char *why, size_t size) RRL_NOEXCEPT;
