@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace rrl {
@@ -26,6 +27,15 @@ class SmallVector {
         }
         spill();
         heap_.push_back(value);
+        size_++;
+    }
+    void push_back(T&& value) {
+        if (size_ < N && heap_.empty()) {
+            inline_[size_++] = std::move(value);
+            return;
+        }
+        spill();
+        heap_.push_back(std::move(value));
         size_++;
     }
     void resize(std::size_t n, const T& value = T()) {
@@ -64,6 +74,8 @@ class SmallVector {
     const T* begin() const { return data(); }
     const T* end() const { return data() + size_; }
     T& back() { return data()[size_ - 1]; }
+    const T& front() const { return data()[0]; }
+    const T& back() const { return data()[size_ - 1]; }
 
    private:
     void spill() {

@@ -1,6 +1,7 @@
 #include "engine/call_plan.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/resp.hpp"
@@ -38,7 +39,11 @@ Call::Call(const std::string_view* argv, std::size_t argc,
         throw std::invalid_argument("a script call of an unexpected shape");
     }
 
-    sha_ = argv[1];
+    if (argv[1].size() > sizeof(sha_)) {
+        throw std::invalid_argument("a script call's SHA-1 too long");
+    }
+    std::memcpy(sha_, argv[1].data(), argv[1].size());
+    sha_len_ = argv[1].size();
     time_ = argv[3 + n];
     settlement_ = time_ == kSettleForm;
 
@@ -163,7 +168,7 @@ std::string Call::release_command(std::size_t part) const {
     const Part& p = at(part);
     std::string n = std::to_string(p.index.size());
     std::string now = std::to_string(p.values.at(1));
-    std::vector<std::string_view> argv{"EVALSHA", sha_, n};
+    std::vector<std::string_view> argv{"EVALSHA", {sha_, sha_len_}, n};
 
     for (std::size_t i : p.index) argv.push_back(limits_[i].key);
 

@@ -134,7 +134,9 @@ class Call {
     // where limit i's reply starts in the whole request's
     std::size_t offset(std::size_t i) const;
 
-    std::string sha_;
+    // the script's SHA-1 in hex, 40 bytes: no allocation of its own
+    char sha_[64];
+    std::size_t sha_len_ = 0;
     std::string time_;
     // a request's few limits and parts: no allocation of their own, and
     // the Call small enough for malloc's per-thread cache

@@ -94,7 +94,7 @@ std::size_t settle_args_size(const CallLimit* limits, std::size_t n) {
            5 * (number_max + 1) * n;
 }
 
-std::vector<std::string_view> settle_args(std::string_view sha1,
+CallArgs settle_args(std::string_view sha1,
                                           const CallLimit* limits,
                                           std::size_t n, std::string& out) {
     return form_args(sha1, kSettleForm, settle_cost, limits, n, out);

@@ -38,7 +38,7 @@ std::size_t settle_args_size(const CallLimit* limits, std::size_t n);
 
 // The settle form's arguments, appended to out (see call_args()); throws
 // std::invalid_argument for a T below 0.
-std::vector<std::string_view> settle_args(std::string_view sha1,
+CallArgs settle_args(std::string_view sha1,
                                           const CallLimit* limits,
                                           std::size_t n, std::string& out);
 

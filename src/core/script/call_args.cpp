@@ -60,13 +60,13 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
     return size;
 }
 
-std::vector<std::string_view> call_args(std::string_view sha1,
+CallArgs call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
     return form_args(sha1, "", nullptr, limits, n, out);
 }
 
-std::vector<std::string_view> form_args(std::string_view sha1,
+CallArgs form_args(std::string_view sha1,
                                         std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
@@ -119,10 +119,10 @@ std::vector<std::string_view> form_args(std::string_view sha1,
     }
 
     // views only now: out may have grown on the way
-    std::vector<std::string_view> args;
+    CallArgs args;
     args.reserve(ends.size());
     for (std::size_t end : ends) {
-        args.emplace_back(out.data() + start, end - start);
+        args.push_back({out.data() + start, end - start});
         start = end;
     }
     return args;

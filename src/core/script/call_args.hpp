@@ -63,8 +63,10 @@ std::size_t reply_width(bool lease, bool overrides);
 std::size_t call_args_size(const CallLimit* limits, std::size_t n);
 
 // The call's arguments, appended to out (reserved by the caller, so that
-// views into it stay valid), one view each.
-std::vector<std::string_view> call_args(std::string_view sha1,
+// views into it stay valid), one view each: inline for a few limits.
+using CallArgs =
+    SmallVector<std::string_view, 4 + (1 + RRL_ARGS_PER_LIMIT) * 8>;
+CallArgs call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);
 
@@ -72,7 +74,7 @@ std::vector<std::string_view> call_args(std::string_view sha1,
 // ARGV[1] is form and each limit's cost field cost(limit) (nullptr: a
 // check's, C or a lease limit's "C:W:B:T").
 using CostField = std::string (*)(const CallLimit&);
-std::vector<std::string_view> form_args(std::string_view sha1,
+CallArgs form_args(std::string_view sha1,
                                         std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);

@@ -25,8 +25,8 @@ inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
 
 // A call's arguments (args, views into out) into buf, size bytes, each
 // pointed to by argv, its length in argvlen; RRL_ERROR when they do not fit.
-inline int put_args(const std::string& out,
-                    const std::vector<std::string_view>& args, char* buf,
+template <typename Args>
+inline int put_args(const std::string& out, const Args& args, char* buf,
                     size_t size, const char** argv, size_t* argvlen) noexcept {
     if (out.size() > size) return RRL_ERROR;
     std::memcpy(buf, out.data(), out.size());
