@@ -211,7 +211,7 @@ rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
 /*
  * lease: "lease=P%". Without ask, NGX_OK: decided from the leases of every
- * limit, ctx->result holds the reply Redis would send. NGX_DECLINED: ask
+ * limit, into ctx->limit_results and ctx->decision. NGX_DECLINED: ask
  * Redis (with ask, the call limits carry what the lease limits want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
@@ -238,8 +238,8 @@ ngx_int_t ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
 
 /*
  * NGX_OK: a limit of the request is in the cache, rejected until later
- * than ctx->sent; ctx->result holds the reply Redis would send, decoded
- * into ctx->limit_results and ctx->decision. NGX_DECLINED: ask Redis.
+ * than ctx->sent; its answer is in ctx->limit_results and ctx->decision.
+ * NGX_DECLINED: ask Redis.
  */
 ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);

@@ -1,5 +1,5 @@
 /*
- * The C API of the directives' grammar (server_conf, zone_conf and
+ * The types of the directives' grammar (server_conf, zone_conf and
  * limit_conf): the shim hands over a directive's words one at a time and
  * gets values, or a message that names the directive and the bad word, to
  * log with the file and line. Every string given back points into a word.

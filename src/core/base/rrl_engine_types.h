@@ -1,5 +1,5 @@
 /*
- * The C API of a worker's Redis engine (engine.hpp): its connections
+ * The types of a worker's Redis engine (engine.hpp): its connections
  * (hiredis contexts, on the event loop the shim lends it), the batches of
  * script calls, the topology of Cluster and Sentinel modes, and the calls
  * of requests. One engine a worker: made in init_process, freed in

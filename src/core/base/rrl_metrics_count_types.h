@@ -1,5 +1,5 @@
 /*
- * The C API of metrics counting (metrics_count.hpp): what a request counts
+ * The types of metrics counting (metrics_count.hpp): what a request counts
  * as in "redis_ratelimit_metrics", and the workers' gauges in shared
  * memory. The engine counts its calls' replies and nodes itself.
  *

@@ -1,5 +1,5 @@
 /*
- * The C API of TLS to Redis (tls.hpp): the SSL context of a configuration,
+ * The types of TLS to Redis (tls.hpp): the SSL context of a configuration,
  * made when nginx reads it, freed with it; the engine's connections use it.
  *
  * The types and constants, shared by the core (C++) and the shim (C): the
