@@ -5,6 +5,10 @@
 # before) does not grow a worker without bound: a node out of use serves
 # the next new address. 6,000 requests, each asked to a new address: each
 # gets the fail mode at once, and the worker's memory stays flat.
+#
+# timeout=10s: a fake stalled by a loaded machine for 5 timeouts in a row
+# opens the circuit, and the requests failed fast meanwhile never ask it
+# (t/redis_down.t's subject, not this file's): with 1s, CI once saw 8 of 6,000.
 
 use strict;
 use warnings;
@@ -21,7 +25,7 @@ my $fake = RRL::FakeRedis->new(behaviour => 'ask_churn', dir => $t->testdir);
 
 my $n = $t->start_nginx(<<"EOF2");
 http {
-    redis_ratelimit_server 127.0.0.1:${\ $fake->port} cluster timeout=1s;
+    redis_ratelimit_server 127.0.0.1:${\ $fake->port} cluster timeout=10s;
     redis_ratelimit_zone \$arg_key zone=c rate=5r/s;
 
     server {
@@ -69,6 +73,8 @@ SKIP: {
         "5,000 new addresses: the worker grew ${\ ($after - $before)} kB ($before -> $after)");
 }
 is_deeply([$n->worker_pids], [$worker], 'the same worker');
-cmp_ok($fake->stats->{EVALSHA} // 0, '>=', 6000, 'every request asked the fake');
+cmp_ok($fake->stats->{EVALSHA} // 0, '>=', 6000, 'every request asked the fake')
+    or diag(explain($fake->stats),
+        grep { !/no more in use|connection lost|\[notice\]/ } $n->log_lines);
 
 $t->done_testing;
