@@ -100,31 +100,14 @@ rrl_engine_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, rrl_engine_done_pt done)
 {
-    int                                    argc;
-    char                                  *args;
-    size_t                                 size, *argvlen;
     ngx_uint_t                             i;
-    const char                           **argv;
     const void                           **zones;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
-    /* laid out once, with what the leases ask; in the pool until done() */
-    argc = RRL_CALL_ARGC(ctx->nlimits);
-    size = rrl_call_args_size(ctx->call_limits, ctx->nlimits);
-    args = ngx_pnalloc(r->pool, size);
-    argv = ngx_palloc(r->pool, argc * sizeof(char *));
-    argvlen = ngx_palloc(r->pool, argc * sizeof(size_t));
     zones = ngx_palloc(r->pool, ctx->nlimits * sizeof(void *));
-
-    if (size == 0 || args == NULL || argv == NULL || argvlen == NULL
-        || zones == NULL
-        || rrl_call_args(args, size, (char *) rmcf->script_sha1.data,
-                         rmcf->script_sha1.len, ctx->call_limits,
-                         ctx->nlimits, argv, argvlen)
-           != RRL_OK)
-    {
+    if (zones == NULL) {
         return NULL;
     }
 
@@ -132,9 +115,10 @@ ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
         zones[i] = ctx->limits[i]->zone;
     }
 
-    return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine, argc, argv,
-                           argvlen, zones, ctx->nlimits, &ctx->result, done, r,
-                           ctx);
+    return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine,
+                           (char *) rmcf->script_sha1.data,
+                           rmcf->script_sha1.len, ctx->call_limits, zones,
+                           ctx->nlimits, &ctx->result, done, r, ctx);
 }
 
 

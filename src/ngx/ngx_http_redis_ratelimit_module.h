@@ -200,7 +200,7 @@ ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
 void ngx_http_redis_ratelimit_link_exit(void);
 /*
- * The script call of ctx->argv into ctx->result (rrl_engine_call()):
+ * The script call of ctx->call_limits into ctx->result (rrl_engine_call()):
  * done(r, ctx) runs once, from the event loop; rrl_engine_detach() if the
  * request goes first. NULL: not made now, decide at once.
  */

@@ -653,21 +653,25 @@ void call_done(void* request, void* data) {
 
 }  // namespace
 
-TestCall::TestCall(const std::vector<std::string>& keys,
-                   const std::vector<bool>& overrides) {
-    args = {"EVALSHA", rrl_script_sha1(), std::to_string(keys.size())};
-    args.insert(args.end(), keys.begin(), keys.end());
-    args.push_back("");
+TestCall::TestCall(const std::vector<std::string>& keys_,
+                   const std::vector<bool>& overrides)
+    : keys(keys_) {
     for (size_t j = 0; j < keys.size(); j++) {
         bool o = j < overrides.size() && overrides[j];
-        args.insert(args.end(), {o ? "sliding_window" RRL_OVERRIDES_SUFFIX
-                                   : "sliding_window",
-                                 "10", "1000", "0", "1"});
+        rrl_call_limit_t l{};
+        l.zone = "z";
+        l.zone_len = 1;
+        l.algorithm = RRL_SLIDING_WINDOW;
+        l.limit = 10;
+        l.period_ms = 1000;
+        l.cost = 1;
+        l.key = reinterpret_cast<const unsigned char*>(keys[j].data());
+        l.key_len = keys[j].size();
+        l.redis_key = keys[j].data();
+        l.redis_key_len = keys[j].size();
+        l.overrides = o;
+        limits.push_back(l);
         zones.push_back(&zone_ids[(j + (o ? 8 : 0)) % 16]);
-    }
-    for (const std::string& a : args) {
-        argv.push_back(a.data());
-        argvlen.push_back(a.size());
     }
     result.values = values;
     result.capacity = sizeof(values) / sizeof(values[0]);
@@ -678,9 +682,10 @@ TestCall::~TestCall() {
 }
 
 bool TestCall::start(rrl_engine_t* engine) {
-    call = rrl_engine_call(engine, static_cast<int>(argv.size()), argv.data(),
-                           argvlen.data(), zones.data(), zones.size(), &result,
-                           call_done, this, this);
+    std::string sha = rrl_script_sha1();
+    call = rrl_engine_call(engine, sha.data(), sha.size(), limits.data(),
+                           zones.data(), limits.size(), &result, call_done,
+                           this, this);
     return call != nullptr;
 }
 

@@ -242,9 +242,9 @@ struct TestCall {
     bool start(rrl_engine_t* engine);
     void detach();
 
-    std::vector<std::string> args;
-    std::vector<const char*> argv;
-    std::vector<size_t> argvlen;
+    // each limit's Redis key is keys[j] as given
+    std::vector<std::string> keys;
+    std::vector<rrl_call_limit_t> limits;
     std::vector<const void*> zones;
     int64_t values[64] = {};
     rrl_engine_result_t result{};

@@ -573,9 +573,10 @@ TEST_F(EngineTest, NotMadeWithANameOrAnEventTooLarge) {
 
 TEST_F(EngineTest, ABadCallIsNotMade) {
     start();
+    TestCall none({});  // no limit
+    EXPECT_FALSE(none.start(engine.get()));
     TestCall c({"k"});
-    c.argv.pop_back();  // not the script call's shape
-    c.argvlen.pop_back();
+    c.limits[0].algorithm = -1;  // no such algorithm
     EXPECT_FALSE(c.start(engine.get()));
     EXPECT_EQ(gauges().parked, 0u);
 }

@@ -1,6 +1,6 @@
 /*
- * The arguments of a request's script call (see call_args.hpp), built by
- * the core from plain values, and where each one is in argv.
+ * A request's limits (see script/call_args.hpp): each one made from its
+ * zone's, and the script's reply to their call decoded.
  */
 
 #ifndef RRL_CALL_ARGS_H
@@ -28,18 +28,6 @@ void rrl_call_limit(rrl_call_limit_t *limit, const rrl_call_limit_t *zone,
 /* the integers of the script's reply to a check of these limits */
 size_t rrl_reply_values(const rrl_call_limit_t *limits, size_t n)
     RRL_NOEXCEPT;
-
-/* the most bytes rrl_call_args() writes for these limits; 0: bad algorithm */
-size_t rrl_call_args_size(const rrl_call_limit_t *limits, size_t n)
-    RRL_NOEXCEPT;
-
-/*
- * Writes the call's RRL_CALL_ARGC(n) arguments into buf (size bytes, from
- * rrl_call_args_size()), each pointed to by argv and its length in argvlen.
- */
-int rrl_call_args(char *buf, size_t size, const char *sha1, size_t sha1_len,
-    const rrl_call_limit_t *limits, size_t n, const char **argv,
-    size_t *argvlen) RRL_NOEXCEPT;
 
 /*
  * Decodes the call's reply as rrl_reply_decode() does, and refuses (logged,

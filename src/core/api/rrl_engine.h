@@ -9,6 +9,7 @@
 #ifndef RRL_ENGINE_H
 #define RRL_ENGINE_H
 
+#include "base/rrl_call_args_types.h"
 #include "base/rrl_engine_types.h"
 #include "api/rrl.h"
 #include "api/rrl_metrics_count.h"
@@ -25,16 +26,16 @@ rrl_engine_t *rrl_engine_new(const rrl_engine_conf_t *conf,
 void rrl_engine_free(rrl_engine_t *engine) RRL_NOEXCEPT;
 
 /*
- * The script call of argv (as rrl_call_args() lays it out; zones[j]
- * names limit j's zone, n of them): in a cluster one part a slot of the
- * keys, each to its primary, in the batches of this turn. done(request,
+ * The script's check of limits (n; zones[j] names limit j's zone, a batch
+ * sending each zone's arguments once), sha the script's SHA-1: in a cluster
+ * one part a slot of the keys, each to its primary, in the batches of this
+ * turn (engine/engine.hpp). Keys and arguments are copied. done(request,
  * data) runs once, from a posted event, after every reply, a failure or
  * the timeout; result is written then. NULL: not made now (no connection,
  * the breaker open, too many parked: logged and counted); decide at once.
- * argv must live until done() or detach.
  */
-rrl_engine_call_t *rrl_engine_call(rrl_engine_t *engine, int argc,
-    const char **argv, const size_t *argvlen, const void *const *zones,
+rrl_engine_call_t *rrl_engine_call(rrl_engine_t *engine, const char *sha,
+    size_t sha_len, const rrl_call_limit_t *limits, const void *const *zones,
     size_t n, rrl_engine_result_t *result, rrl_engine_done_pt done,
     void *request, void *data) RRL_NOEXCEPT;
 /* the request goes away: done() will not run, the reply is dropped */

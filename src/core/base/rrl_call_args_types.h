@@ -81,7 +81,7 @@ typedef struct {
     int                   overrides;   /* its zone has overrides=on */
     int                   override;    /* RRL_OVERRIDE_*, once decoded */
     unsigned              lease;       /* P of lease=P%, 0: none */
-    /* inputs, set before rrl_call_args() */
+    /* inputs, set before the call (rrl_engine_call()) */
     uint64_t              lease_want;     /* W */
     uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */

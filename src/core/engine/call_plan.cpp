@@ -12,49 +12,25 @@
 
 namespace rrl {
 
-namespace {
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() > suffix.size() &&
-           s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// a limit's integers in the script's reply: its zone's overrides or lease
-// add some
-std::size_t reply_width(std::string_view algorithm) {
-    if (ends_with(algorithm, RRL_LEASE_SUFFIX)) {
-        return RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE;
-    }
-    if (ends_with(algorithm, RRL_OVERRIDES_SUFFIX)) {
-        return RRL_REPLY_PER_LIMIT + RRL_REPLY_OVERRIDE;
-    }
-    return RRL_REPLY_PER_LIMIT;
-}
-
-}  // namespace
-
-Call::Call(const std::string_view* argv, std::size_t argc,
-           const void* const* zones, std::size_t n, bool cluster) {
-    if (n == 0 || argc != 4 + (1 + RRL_ARGS_PER_LIMIT) * n) {
-        throw std::invalid_argument("a script call of an unexpected shape");
-    }
-
-    if (argv[1].size() > sizeof(sha_)) {
+Call::Call(std::string_view sha, std::string_view form, CostField cost,
+           const CallLimit* limits, const void* const* zones, std::size_t n,
+           bool cluster) {
+    if (n == 0) throw std::invalid_argument("a script call of no limit");
+    if (sha.size() > sizeof(sha_)) {
         throw std::invalid_argument("a script call's SHA-1 too long");
     }
-    std::memcpy(sha_, argv[1].data(), argv[1].size());
-    sha_len_ = argv[1].size();
-    time_ = argv[3 + n];
-    settlement_ = time_ == kSettleForm;
+    std::memcpy(sha_, sha.data(), sha.size());
+    sha_len_ = sha.size();
+    time_ = form;
+    settlement_ = form == kSettleForm;
 
+    limits_.reserve(n);
     for (std::size_t j = 0; j < n; j++) {
         Limit l;
-        l.key = argv[3 + j];
-        for (std::size_t k = 0; k < RRL_ARGS_PER_LIMIT; k++) {
-            l.args[k] = argv[4 + n + RRL_ARGS_PER_LIMIT * j + k];
-        }
+        l.key = limit_key(limits[j]);
+        limit_args(limits[j], cost, l.args);
         l.zone = zones[j];
-        l.width = settlement_ ? RRL_REPLY_PER_LIMIT : reply_width(l.args[0]);
+        l.width = settlement_ ? RRL_REPLY_PER_LIMIT : reply_width(limits[j]);
         limits_.push_back(std::move(l));
     }
 

@@ -21,23 +21,22 @@
 #include <vector>
 
 #include "base/small_vector.hpp"
+#include "script/call_args.hpp"
 
 namespace rrl {
 
 class Call {
    public:
-    // argv as the handler builds it:
-    // [EVALSHA sha n key.. time (algorithm limit period burst cost)..];
-    // time "settle": a settlement (settle.hpp), 4 integers a limit in its
-    // reply whatever its zone, never released;
-    // zones[j] names limit j's zone (a batch sends each zone's arguments
-    // once). Throws std::invalid_argument when argv is not of that shape.
-    Call(const std::string_view* argv, std::size_t argc,
-         const void* const* zones, std::size_t n, bool cluster);
-    Call(const std::vector<std::string_view>& argv,
-         const std::vector<const void*>& zones, bool cluster)
-        : Call(argv.data(), argv.size(), zones.data(), zones.size(),
-               cluster) {}
+    // The script's call of limits (n, each with its zone's id, zones[j]: a
+    // batch sends each zone's arguments once) in form ("": a check;
+    // kSettleForm, settle.hpp: a settlement, 4 integers a limit in its
+    // reply whatever its zone, never released), each limit's cost field
+    // cost(limit) (nullptr: a check's), sha the script's SHA-1. The keys
+    // and arguments are copied: a call may outlive its request. Throws
+    // std::invalid_argument for no limits or a SHA-1 too long.
+    Call(std::string_view sha, std::string_view form, CostField cost,
+         const CallLimit* limits, const void* const* zones, std::size_t n,
+         bool cluster);
 
     std::size_t parts() const { return parts_.size(); }
     bool settlement() const { return settlement_; }

@@ -191,9 +191,10 @@ void Engine::lost(Node* node) {
     }
 }
 
-rrl_engine_call_t* Engine::call(int argc, const char** argv,
-                                const size_t* argvlen, const void* const* zones,
-                                size_t n, rrl_engine_result_t* result,
+rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
+                                CostField cost, const CallLimit* limits,
+                                const void* const* zones, size_t n,
+                                rrl_engine_result_t* result,
                                 rrl_engine_done_pt done, void* request,
                                 void* data) {
     if (parked_ >= max_parked) {
@@ -204,11 +205,9 @@ rrl_engine_call_t* Engine::call(int argc, const char** argv,
         return nullptr;
     }
 
-    // argv not of the script's shape: logged, no call
+    // no limit, no memory: logged, no call
     auto parts = guarded("call", std::unique_ptr<Call>(), [&] {
-        SmallVector<std::string_view, 4 + (1 + RRL_ARGS_PER_LIMIT) * 8> args;
-        for (int i = 0; i < argc; i++) args.push_back({argv[i], argvlen[i]});
-        return std::make_unique<Call>(args.data(), args.size(), zones, n,
+        return std::make_unique<Call>(sha, form, cost, limits, zones, n,
                                       mode == RRL_SERVER_CLUSTER);
     });
     if (parts == nullptr) return nullptr;

@@ -249,7 +249,12 @@ class Engine {
     Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& loop);
     ~Engine();
 
-    rrl_engine_call_t* call(int argc, const char** argv, const size_t* argvlen,
+    // The script's call of limits in form (Call's constructor); nullptr:
+    // not made now (no connection, the breaker open, too many parked,
+    // logged and counted). done(request, data) runs once, from a posted
+    // event, with result written.
+    rrl_engine_call_t* call(std::string_view sha, std::string_view form,
+                            CostField cost, const CallLimit* limits,
                             const void* const* zones, size_t n,
                             rrl_engine_result_t* result,
                             rrl_engine_done_pt done, void* request, void* data);

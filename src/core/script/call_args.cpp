@@ -60,6 +60,28 @@ std::size_t call_args_size(const CallLimit* limits, std::size_t n) {
     return size;
 }
 
+std::string limit_key(const CallLimit& l) {
+    if (!l.redis_key.empty()) return std::string(l.redis_key);
+    std::string key(key_max_len(l.zone.size()), '\0');
+    key.resize(write_key(key.data(), l.zone, *l.algorithm, l.key));
+    return key;
+}
+
+void limit_args(const CallLimit& l, CostField cost, std::string* args) {
+    args[0].append(l.algorithm->name);
+    args[0].append(l.lease != 0   ? RRL_LEASE_SUFFIX
+                   : l.overrides ? RRL_OVERRIDES_SUFFIX
+                                 : "");
+    append_number(args[1], l.limit);
+    append_number(args[2], l.period_ms);
+    append_number(args[3], l.burst);
+    if (cost == nullptr) {
+        append_check_cost(args[4], l);
+    } else {
+        args[4].append(cost(l));
+    }
+}
+
 CallArgs call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out) {
@@ -102,20 +124,9 @@ CallArgs form_args(std::string_view sha1,
     push(form);
 
     for (std::size_t i = 0; i < n; i++) {
-        const CallLimit& l = limits[i];
-        out.append(l.algorithm->name);
-        push(l.lease != 0   ? RRL_LEASE_SUFFIX
-             : l.overrides ? RRL_OVERRIDES_SUFFIX
-                           : "");
-        push_number(l.limit);
-        push_number(l.period_ms);
-        push_number(l.burst);
-        if (cost == nullptr) {
-            append_check_cost(out, l);
-            ends.push_back(out.size());
-        } else {
-            push(cost(l));
-        }
+        std::string args[RRL_ARGS_PER_LIMIT];
+        limit_args(limits[i], cost, args);
+        for (const std::string& arg : args) push(arg);
     }
 
     // views only now: out may have grown on the way

@@ -70,10 +70,20 @@ CallArgs call_args(std::string_view sha1,
                                         const CallLimit* limits, std::size_t n,
                                         std::string& out);
 
+// A cost field of the script's other forms (settle.hpp), nullptr: a
+// check's, C or a lease limit's "C:W:B:T".
+using CostField = std::string (*)(const CallLimit&);
+
+// A limit's state key: its redis_key when made already, else made.
+std::string limit_key(const CallLimit& limit);
+
+// A limit's arguments (algorithm limit period burst cost) in the order
+// form_args() lays them out, each appended to its string of args[5].
+void limit_args(const CallLimit& limit, CostField cost, std::string* args);
+
 // The layout of call_args() for the script's other forms (settle.hpp):
 // ARGV[1] is form and each limit's cost field cost(limit) (nullptr: a
 // check's, C or a lease limit's "C:W:B:T").
-using CostField = std::string (*)(const CallLimit&);
 CallArgs form_args(std::string_view sha1,
                                         std::string_view form, CostField cost,
                                         const CallLimit* limits, std::size_t n,

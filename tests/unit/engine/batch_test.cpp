@@ -14,36 +14,37 @@
 #include "engine/open_batches.hpp"
 #include "engine/resp.hpp"
 #include "engine/retry.hpp"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "lease/settle.hpp"
+#include "tests/support/test_call.hpp"
 
 namespace {
 
+using rrl_test::call_of;
+using Limit = rrl_test::PlannedLimit;
+
 int zone_a, zone_b;
 
-// n limits with keys prefix0.., zone a then b in turn, costs 1..
+// n limits with keys prefix0.., zone a (sliding_window 10 per 1000 ms,
+// burst 3) then b (fixed_window 5 per 60000 ms) in turn, costs 1..5
 std::unique_ptr<rrl::Call> plan(const std::string& prefix, std::size_t n,
                                 bool cluster = false) {
-    std::vector<std::string> keep;
-    std::vector<const void*> zones;
-    std::vector<std::string_view> argv;
-    keep.reserve(n);
-    for (std::size_t j = 0; j < n; j++)
-        keep.push_back(prefix + std::to_string(j));
-    argv = {"EVALSHA", "sha", "n"};
-    for (const std::string& k : keep) argv.push_back(k);
-    argv.push_back("");
-    static const std::string costs[] = {"1", "2", "3", "4", "5"};
+    std::vector<Limit> limits;
     for (std::size_t j = 0; j < n; j++) {
+        std::uint64_t cost = j % 5 + 1;
         if (j % 2) {
-            argv.insert(argv.end(), {"1", "5", "60000", "0"});
+            limits.push_back({prefix + std::to_string(j), &zone_b,
+                              RRL_FIXED_WINDOW, 5, 60000, 0, cost});
         } else {
-            argv.insert(argv.end(), {"2", "10", "1000", "3"});
+            limits.push_back({prefix + std::to_string(j), &zone_a,
+                              RRL_SLIDING_WINDOW, 10, 1000, 3, cost});
         }
-        argv.push_back(costs[j % 5]);
-        zones.push_back(j % 2 ? &zone_b : &zone_a);
     }
-    return std::make_unique<rrl::Call>(argv, zones, cluster);
+    return call_of(limits, "", nullptr, cluster);
 }
+
+const char kZoneA[] =
+    "$14\r\nsliding_window\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n";
 
 TEST(Resp, Command) {
     EXPECT_EQ(rrl::resp_command({"GET", "", "k"}),
@@ -70,8 +71,8 @@ TEST(Batch, TheCommandOfTheBatchForm) {
         "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
         "$2\r\na0\r\n$2\r\na1\r\n$2\r\nb0\r\n"
         "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
-        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
-        "$1\r\n1\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
+        + std::string(kZoneA) +
+        "$12\r\nfixed_window\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
         "$1\r\n2\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n2\r\n"
         "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n";
     EXPECT_EQ(batch.command("sha"), want);
@@ -84,29 +85,14 @@ TEST(Batch, TheCommandOfTheBatchForm) {
 // A lease limit: its zone's algorithm ends with the suffix (the zone goes
 // once, as any), its cost is "C:W:B:T", its share of the reply is wider.
 TEST(Batch, ALeaseLimitCarriesItsCostFieldAndSuffix) {
-    std::vector<std::string_view> argv = {"EVALSHA",
-                                          "sha",
-                                          "2",
-                                          "k0",
-                                          "k1",
-                                          "",
-                                          "fixed_window+lease",
-                                          "10",
-                                          "1000",
-                                          "0",
-                                          "2:6:3:1700000000123456",
-                                          "fixed_window",
-                                          "5",
-                                          "1000",
-                                          "0",
-                                          "1"};
-    rrl::Call lease(argv, {&zone_a, &zone_b}, false);
-    rrl::Call again({"EVALSHA", "sha", "1", "k2", "", "fixed_window+lease",
-                     "10", "1000", "0", "0:4:0:0"},
-                    {&zone_a}, false);
+    auto lease = call_of({{"k0", &zone_a, RRL_FIXED_WINDOW, 10, 1000, 0, 2, 10,
+                           6, 3, 1700000000123456},
+                          {"k1", &zone_b, RRL_FIXED_WINDOW, 5, 1000, 0, 1}});
+    auto again = call_of(
+        {{"k2", &zone_a, RRL_FIXED_WINDOW, 10, 1000, 0, 0, 10, 4}});
     rrl::Batch batch;
-    EXPECT_FALSE(batch.add(lease, 0, nullptr));
-    EXPECT_FALSE(batch.add(again, 0, nullptr));
+    EXPECT_FALSE(batch.add(*lease, 0, nullptr));
+    EXPECT_FALSE(batch.add(*again, 0, nullptr));
     EXPECT_EQ(batch.values(),
               2u + (4 + RRL_REPLY_LEASE) + 4 + 2 + (4 + RRL_REPLY_LEASE));
     EXPECT_EQ(batch.share(1), 12u);  // where its share starts
@@ -128,13 +114,15 @@ TEST(Batch, ALeaseLimitCarriesItsCostFieldAndSuffix) {
 // mixes with checks in order, its zone named once with theirs.
 TEST(Batch, ASettlementsEntryIsSN) {
     auto check = plan("a", 1);
-    rrl::Call settle({"EVALSHA", "sha", "2", "s0", "s1", "settle", "2", "10",
-                      "1000", "3", "100:30:1700000000000000", "7", "1", "1000",
-                      "0", "5:9:1700000000000001"},
-                     {&zone_a, &zone_b}, false);
+    auto settle = call_of(
+        {{"s0", &zone_a, RRL_SLIDING_WINDOW, 10, 1000, 3, 100, 0, 0, 0, 0, 30,
+          1700000000000000},
+         {"s1", &zone_b, RRL_TOKEN_BUCKET, 1, 1000, 0, 5, 0, 0, 0, 0, 9,
+          1700000000000001}},
+        rrl::kSettleForm, rrl::settle_cost);
     rrl::Batch batch;
     EXPECT_FALSE(batch.add(*check, 0, nullptr));
-    EXPECT_FALSE(batch.add(settle, 0, nullptr));
+    EXPECT_FALSE(batch.add(*settle, 0, nullptr));
     EXPECT_EQ(batch.values(), 2u + 4 + 2u + 4 * 2);
     EXPECT_EQ(batch.share(1), 6u);
 
@@ -142,8 +130,8 @@ TEST(Batch, ASettlementsEntryIsSN) {
         "*25\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n"
         "$2\r\na0\r\n$2\r\ns0\r\n$2\r\ns1\r\n"
         "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n2\r\n"
-        "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n3\r\n"
-        "$1\r\n7\r\n$1\r\n1\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+        + std::string(kZoneA) +
+        "$12\r\ntoken_bucket\r\n$1\r\n1\r\n$4\r\n1000\r\n$1\r\n0\r\n"
         "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
         "$2\r\ns2\r\n$1\r\n1\r\n$23\r\n100:30:1700000000000000\r\n"
         "$1\r\n2\r\n$20\r\n5:9:1700000000000001\r\n";
@@ -193,9 +181,8 @@ TEST(Batch, OfASlotsParts) {
 // what the engine must not do: a part out of range, an entry out of range,
 // a part added once the command is built
 TEST(Batch, RefusesWhatIsNotThere) {
-    std::vector<std::string_view> argv = {"EVALSHA", "sha", "1",    "k", "",
-                                          "2",       "10",  "1000", "3", "1"};
-    rrl::Call p(argv, {&zone_a}, false);
+    auto call = call_of({{"k", &zone_a, RRL_SLIDING_WINDOW, 10, 1000, 3, 1}});
+    rrl::Call& p = *call;
     rrl::Batch b;
     int data;
     EXPECT_FALSE(b.add(p, 0, &data));

@@ -12,35 +12,45 @@
 #include <string_view>
 #include <vector>
 
-#include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_types.h"
+#include "lease/settle.hpp"
+#include "script/algorithm.hpp"
 #include "script/slot.hpp"
 
 namespace {
 
 int zone_a, zone_b;
 
-// [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
-struct Argv {
-    std::vector<std::string> args;
+// A request's limits: limit j's Redis key keys[j], sliding_window 10 per
+// 1000 ms, cost j + 1; zones a, b, a, ...
+struct Limits {
+    std::vector<std::string> keys;
+    std::vector<rrl::CallLimit> limits;
     std::vector<const void*> zones;
+    std::string form;             // "": a check
+    rrl::CostField cost = nullptr;
 
-    explicit Argv(const std::vector<std::string>& keys) {
-        args = {"EVALSHA", "0123abcd", std::to_string(keys.size())};
-        args.insert(args.end(), keys.begin(), keys.end());
-        args.push_back("");
+    explicit Limits(const std::vector<std::string>& k) : keys(k) {
         for (std::size_t j = 0; j < keys.size(); j++) {
-            args.insert(args.end(),
-                        {"2", "10", "1000", "0", std::to_string(j + 1)});
+            rrl::CallLimit l{};
+            l.zone = "z";
+            l.algorithm = rrl::algorithm(RRL_SLIDING_WINDOW);
+            l.limit = 10;
+            l.period_ms = 1000;
+            l.cost = j + 1;
+            l.key = keys[j];
+            l.redis_key = keys[j];
+            limits.push_back(l);
             zones.push_back(j % 2 ? &zone_b : &zone_a);
         }
     }
 
-    // nullptr: argv not of the script's shape
+    // nullptr: not a call (no limit)
     std::unique_ptr<rrl::Call> plan(int cluster) const {
-        std::vector<std::string_view> argv(args.begin(), args.end());
         try {
-            return std::make_unique<rrl::Call>(argv, zones, cluster != 0);
+            return std::make_unique<rrl::Call>(
+                "0123abcd", form, cost, limits.data(), zones.data(),
+                limits.size(), cluster != 0);
         } catch (const std::exception&) {
             return nullptr;
         }
@@ -49,7 +59,7 @@ struct Argv {
 
 using Plan = std::unique_ptr<rrl::Call>;
 
-Plan make(const Argv& a, int cluster) {
+Plan make(const Limits& a, int cluster) {
     return a.plan(cluster);
 }
 
@@ -74,7 +84,7 @@ std::string release(const rrl::Call* p, size_t part) {
 const std::vector<std::string> kKeys{"{a}x", "{b}x", "{a}y"};
 
 TEST(Call, OnePartOutsideACluster) {
-    Plan p = make(Argv(kKeys), 0);
+    Plan p = make(Limits(kKeys), 0);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->parts(), 1u);
     EXPECT_EQ(p->slot(0), 0u);
@@ -82,36 +92,45 @@ TEST(Call, OnePartOutsideACluster) {
 }
 
 TEST(Call, APartASlotInTheRequestsOrder) {
-    Plan p = make(Argv(kKeys), 1);
+    Plan p = make(Limits(kKeys), 1);
     ASSERT_EQ(p->parts(), 2u);
     EXPECT_EQ(p->slot(0), rrl::key_slot("{a}x"));
     EXPECT_EQ(p->slot(1), rrl::key_slot("{b}x"));
     EXPECT_EQ(p->values(0), 2u + 4 * 2);
     EXPECT_EQ(p->values(1), 2u + 4);
 
-    rrl::Call plan({"EVALSHA", "s",  "3",  "{a}x", "{b}x", "{a}y", "t", "1",
-                    "2",       "3",  "4",  "5",    "6",    "7",    "8", "9",
-                    "10",      "11", "12", "13",   "14",   "15"},
-                   {&zone_a, &zone_b, &zone_a}, true);
-    EXPECT_EQ(plan.key(0, 1), "{a}y");
-    EXPECT_EQ(plan.zone(0, 1), &zone_a);
-    EXPECT_EQ(plan.zone_arg(0, 1, 0), "11");
-    EXPECT_EQ(plan.zone_arg(0, 1, 3), "14");
-    EXPECT_EQ(plan.cost(0, 1), "15");
-    EXPECT_EQ(plan.cost(1, 0), "10");
-    EXPECT_THROW(plan.zone_arg(0, 0, 4), std::out_of_range);
-    EXPECT_THROW(plan.key(2, 0), std::out_of_range);
+    Limits l(kKeys);
+    l.limits[2].limit = 12;
+    l.limits[2].period_ms = 13;
+    l.limits[2].burst = 14;
+    Plan plan = make(l, 1);
+    EXPECT_EQ(plan->key(0, 1), "{a}y");
+    EXPECT_EQ(plan->zone(0, 1), &zone_a);
+    EXPECT_EQ(plan->zone_arg(0, 1, 0), "sliding_window");
+    EXPECT_EQ(plan->zone_arg(0, 1, 1), "12");
+    EXPECT_EQ(plan->zone_arg(0, 1, 2), "13");
+    EXPECT_EQ(plan->zone_arg(0, 1, 3), "14");
+    EXPECT_EQ(plan->cost(0, 1), "3");
+    EXPECT_EQ(plan->cost(1, 0), "2");
+    EXPECT_THROW(plan->zone_arg(0, 0, 4), std::out_of_range);
+    EXPECT_THROW(plan->key(2, 0), std::out_of_range);
+
+    // a key not made yet is made as the script's (rrl:{ZONE:KEY}:TAG)
+    l.limits[0].redis_key = {};
+    l.limits[0].key = "client";
+    EXPECT_EQ(make(l, 0)->key(0, 0).substr(0, 14), "rrl:{z:client}");
 }
 
-TEST(Call, RefusesAnotherShape) {
-    Argv a(kKeys);
-    a.args.pop_back();
-    EXPECT_EQ(a.plan(1), nullptr);
-    EXPECT_EQ(Argv({}).plan(0), nullptr);
+TEST(Call, RefusesNoLimitOrASha1TooLong) {
+    EXPECT_EQ(Limits({}).plan(0), nullptr);
+    Limits a(kKeys);
+    EXPECT_THROW(rrl::Call(std::string(65, 'f'), "", nullptr, a.limits.data(),
+                           a.zones.data(), a.limits.size(), false),
+                 std::invalid_argument);
 }
 
 TEST(Call, OnePartsReplyIsTheRequests) {
-    Plan p = make(Argv({"k"}), 0);
+    Plan p = make(Limits({"k"}), 0);
     std::int64_t out[6] = {};
     EXPECT_EQ(p->merge(out, 6), 0u);  // no reply yet
     answer(p.get(), 0, 0, 77, 100);
@@ -125,7 +144,7 @@ TEST(Call, OnePartsReplyIsTheRequests) {
 }
 
 TEST(Call, MergesInTheRequestsLimitOrder) {
-    Plan p = make(Argv(kKeys), 1);
+    Plan p = make(Limits(kKeys), 1);
     answer(p.get(), 0, 1, 500, 100);  // {a}x, {a}y
     answer(p.get(), 1, 1, 501, 200);  // {b}x
     std::int64_t out[14];
@@ -142,7 +161,7 @@ TEST(Call, MergesInTheRequestsLimitOrder) {
 }
 
 TEST(Call, APartRejectedRejectsAndReleasesTheOthers) {
-    Plan p = make(Argv(kKeys), 1);
+    Plan p = make(Limits(kKeys), 1);
     answer(p.get(), 0, 1, 500, 100);
     answer(p.get(), 1, 0, 501, 200);
     std::int64_t out[14];
@@ -153,13 +172,15 @@ TEST(Call, APartRejectedRejectsAndReleasesTheOthers) {
               "*18\r\n$7\r\nEVALSHA\r\n$8\r\n0123abcd\r\n$1\r\n2\r\n"
               "$4\r\n{a}x\r\n$4\r\n{a}y\r\n$7\r\nrelease\r\n$3\r\n500\r\n"
               "$0\r\n\r\n"
-              "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n1\r\n"
-              "$1\r\n2\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n$1\r\n3\r\n");
-    EXPECT_EQ(p->release_command(0).size(), 165u);
+              "$14\r\nsliding_window\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+              "$1\r\n1\r\n"
+              "$14\r\nsliding_window\r\n$2\r\n10\r\n$4\r\n1000\r\n$1\r\n0\r\n"
+              "$1\r\n3\r\n");
+    EXPECT_EQ(p->release_command(0).size(), 193u);
 }
 
 TEST(Call, APartFailedFailsAndReleasesTheOthers) {
-    Plan p = make(Argv(kKeys), 1);
+    Plan p = make(Limits(kKeys), 1);
     answer(p.get(), 1, 1, -7, 200);
     std::int64_t out[14];
     EXPECT_EQ(p->merge(out, 14), 0u);
@@ -171,11 +192,12 @@ TEST(Call, APartFailedFailsAndReleasesTheOthers) {
 // A lease limit's reply is RRL_REPLY_LEASE wider (its algorithm's suffix
 // says so); the merge and the release carry it as it is.
 TEST(Call, ALeaseLimitsReplyIsWider) {
-    Argv a(kKeys);
-    // [EVALSHA sha 3 key key key "" (5 a limit)..]: limit j at 7 + 5j
-    a.args[7 + 5] = "fixed_window" RRL_LEASE_SUFFIX;  // {b}x's algorithm
-    a.args[7 + 5 + 4] = "2:5:0:0";                    // its cost
-    a.args[7 + 10] = "token_bucket+overrides";        // {a}y's
+    Limits a(kKeys);
+    a.limits[1].algorithm = rrl::algorithm(RRL_FIXED_WINDOW);  // {b}x
+    a.limits[1].lease = 10;
+    a.limits[1].lease_want = 5;  // its cost "2:5:0:0"
+    a.limits[2].algorithm = rrl::algorithm(RRL_TOKEN_BUCKET);  // {a}y
+    a.limits[2].overrides = true;
     Plan one = make(a, 0);
     EXPECT_EQ(one->values(0),
               2u + 4 * 3 + RRL_REPLY_LEASE + RRL_REPLY_OVERRIDE);
@@ -198,33 +220,36 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
     EXPECT_NE(release(p.get(), 0).find("token_bucket+overrides"),
               std::string::npos);
 
-    Argv b({"{b}x"});
-    b.args[5] = "sliding_window+lease";
-    b.args[9] = "0:3:2:1700000000000000";
+    EXPECT_EQ(p->cost(1, 0), "2:5:0:0");
+
+    // a renewal: no cost, 3 wanted, 2 given back of the lease taken at T
+    Limits b({"{b}x"});
+    b.limits[0].lease = 10;
+    b.limits[0].cost = 0;
+    b.limits[0].lease_want = 3;
+    b.limits[0].lease_back = 2;
+    b.limits[0].lease_back_at = 1700000000000000;
     Plan q = make(b, 1);
     answer(q.get(), 0, 1, 500, 100);
     EXPECT_EQ(q->values(0), 2u + 4 + 2);
-    rrl::Call plan({"EVALSHA", "s", "1", "k", "", "sliding_window+lease", "10",
-                    "1000", "0", "0:3:2:1700000000000000"},
-                   {&zone_a}, false);
-    EXPECT_EQ(plan.cost(0, 0), "0:3:2:1700000000000000");
-    EXPECT_EQ(plan.values(0), 8u);
-    // a name that is only the suffix is no lease
-    rrl::Call bare(
-        {"EVALSHA", "s", "1", "k", "", "+lease", "10", "1000", "0", "1"},
-        {&zone_a}, false);
-    EXPECT_EQ(bare.values(0), 6u);
+    EXPECT_EQ(q->zone_arg(0, 0, 0), "sliding_window+lease");
+    EXPECT_EQ(q->cost(0, 0), "0:3:2:1700000000000000");
 }
 
 // A settlement (ARGV[1] "settle"): 4 integers a limit whatever its zone,
 // split by slot as a check (each part settles its own keys), and never
 // released: it reserved nothing.
 TEST(Call, ASettlementIsFourWideAndNeverReleased) {
-    Argv a(kKeys);
-    a.args[6] = "settle";
-    a.args[7 + 5] = "fixed_window" RRL_LEASE_SUFFIX;
-    a.args[7 + 5 + 4] = "2:5:1700000000000000";
-    a.args[7 + 10] = "token_bucket+overrides";
+    Limits a(kKeys);
+    a.form = "settle";
+    a.cost = rrl::settle_cost;
+    a.limits[1].algorithm = rrl::algorithm(RRL_FIXED_WINDOW);
+    a.limits[1].lease = 10;
+    a.limits[1].cost = 2;
+    a.limits[1].settle_actual = 5;
+    a.limits[1].settle_at_us = 1700000000000000;  // "2:5:1700000000000000"
+    a.limits[2].algorithm = rrl::algorithm(RRL_TOKEN_BUCKET);
+    a.limits[2].overrides = true;
     Plan one = make(a, 0);
     ASSERT_NE(one, nullptr);
     EXPECT_EQ(one->values(0), 2u + 4 * 3);
@@ -242,27 +267,31 @@ TEST(Call, ASettlementIsFourWideAndNeverReleased) {
     EXPECT_EQ(release(p.get(), 0), "");
     EXPECT_EQ(release(p.get(), 1), "");
 
-    // the same argv as a check: the part that passed is released
-    a.args[6] = "";
+    // the same limits as a check: the part that passed is released
+    a.form = "";
+    a.cost = nullptr;
     Plan check = make(a, 1);
     answer(check.get(), 0, 1, 500, 100);
     answer(check.get(), 1, 0, 501, 200);
     EXPECT_NE(release(check.get(), 0), "");
 
-    rrl::Call settle({"EVALSHA", "s", "1", "k", "settle", "fixed_window+lease",
-                      "10", "1000", "0", "1:2:3"},
-                     {&zone_a}, false);
-    EXPECT_TRUE(settle.settlement());
-    EXPECT_EQ(settle.values(0), 6u);
-    EXPECT_EQ(settle.cost(0, 0), "1:2:3");
-    rrl::Call not_one({"EVALSHA", "s", "1", "k", "settled", "fixed_window",
-                       "10", "1000", "0", "1"},
-                      {&zone_a}, false);
-    EXPECT_FALSE(not_one.settlement());
+    Limits s({"k"});
+    s.form = "settle";
+    s.cost = rrl::settle_cost;
+    s.limits[0].algorithm = rrl::algorithm(RRL_FIXED_WINDOW);
+    s.limits[0].lease = 10;
+    s.limits[0].settle_actual = 2;
+    s.limits[0].settle_at_us = 3;
+    Plan settle = make(s, 0);
+    EXPECT_TRUE(settle->settlement());
+    EXPECT_EQ(settle->values(0), 6u);
+    EXPECT_EQ(settle->cost(0, 0), "1:2:3");
+    s.form = "settled";
+    EXPECT_FALSE(make(s, 0)->settlement());
 }
 
 TEST(Call, NoSuchPart) {
-    Plan p = make(Argv({"k"}), 0);
+    Plan p = make(Limits({"k"}), 0);
     EXPECT_THROW(p->reply(1), std::out_of_range);
     EXPECT_THROW(p->values(1), std::out_of_range);
     EXPECT_THROW(p->slot(1), std::out_of_range);

@@ -12,6 +12,7 @@
 
 #include "engine/batch.hpp"
 #include "engine/call_plan.hpp"
+#include "tests/support/test_call.hpp"
 
 namespace {
 
@@ -22,14 +23,11 @@ using Batch = std::unique_ptr<rrl::Batch>;
 
 // a Cluster call of three parts: "{1}", "{2}" and "{3}" hash apart
 Call three_parts() {
-    std::vector<std::string> args{"EVALSHA", "s", "3", "{1}", "{2}", "{3}",
-                                  ""};
-    for (int j = 0; j < 3; j++) {
-        args.insert(args.end(), {"2", "10", "1000", "0", "1"});
-    }
-    std::vector<std::string_view> argv(args.begin(), args.end());
-    Call c = std::make_unique<rrl::Call>(
-        argv, std::vector<const void*>{&zone, &zone, &zone}, true);
+    Call c = rrl_test::call_of(
+        {{"{1}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1},
+         {"{2}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1},
+         {"{3}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1}},
+        "", nullptr, true);
     EXPECT_EQ(c->parts(), 3u);
     return c;
 }

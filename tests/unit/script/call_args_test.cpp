@@ -1,5 +1,5 @@
-// rrl::call_args and rrl_call_args: the script call's arguments, in the
-// layout the script and rrl_call_args.h's indexes expect.
+// rrl::call_args: the script call's arguments, in the layout the script
+// and rrl_call_args_types.h's indexes expect.
 #include "script/call_args.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include "tests/support/call_limit.hpp"
 #include "script/key.hpp"
 #include "api/rrl_call_args.h"
+#include "tests/support/test_call.hpp"
 
 // where rrl_call_limit() writes a limit's Redis key
 static char redis_key_buf[1024];
@@ -30,23 +31,7 @@ rrl_call_limit_t limit(const char* zone, int algorithm, uint64_t n,
 }
 
 std::vector<std::string> build(const std::vector<rrl_call_limit_t>& limits) {
-    size_t n = limits.size();
-    size_t size = rrl_call_args_size(limits.data(), n);
-    std::string buf(size, '\0');
-    std::vector<const char*> argv(RRL_CALL_ARGC(n));
-    std::vector<size_t> argvlen(RRL_CALL_ARGC(n));
-
-    EXPECT_EQ(rrl_call_args(buf.data(), size, sha1.data(), sha1.size(),
-                            limits.data(), n, argv.data(), argvlen.data()),
-              RRL_OK);
-
-    std::vector<std::string> args;
-    for (size_t i = 0; i < argv.size(); i++) {
-        EXPECT_GE(argv[i], buf.data());
-        EXPECT_LE(argv[i] + argvlen[i], buf.data() + size);
-        args.emplace_back(argv[i], argvlen[i]);
-    }
-    return args;
+    return rrl_test::call_args_of(limits, sha1);
 }
 
 TEST(CallArgs, OneLimit) {
@@ -103,21 +88,11 @@ TEST(CallArgs, NoLimits) {
     EXPECT_EQ(args, expected);
 }
 
-TEST(CallArgs, RefusesAnUnknownAlgorithmOrASmallBuffer) {
+TEST(CallArgs, RefusesAnUnknownAlgorithm) {
     auto bad = limit("A", RRL_ALGORITHM_COUNT, 1, 1000, 0, 1, "k");
-    const char* argv[RRL_CALL_ARGC(1)];
-    size_t argvlen[RRL_CALL_ARGC(1)];
-    char buf[256];
-
-    EXPECT_EQ(rrl_call_args_size(&bad, 1), 0u);
-    EXPECT_EQ(rrl_call_args(buf, sizeof(buf), sha1.data(), sha1.size(), &bad, 1,
-                            argv, argvlen),
-              RRL_ERROR);
-
-    auto good = limit("A", RRL_FIXED_WINDOW, 1, 1000, 0, 1, "k");
-    EXPECT_EQ(rrl_call_args(buf, 10, sha1.data(), sha1.size(), &good, 1, argv,
-                            argvlen),
-              RRL_ERROR);
+    rrl::CallLimits l;
+    EXPECT_FALSE(rrl::to_call_limits(&bad, 1, l));
+    EXPECT_TRUE(build({bad}).empty());
 }
 
 TEST(CallArgs, CppSizeBoundsTheOutput) {
@@ -224,8 +199,11 @@ TEST(CallArgsLease, TheLargestNumbersFitTheSize) {
     rrl_call_limit_t plain = l;
     plain.lease = 0;
     // 3 more numbers and their colons
-    EXPECT_EQ(rrl_call_args_size(&l, 1),
-              rrl_call_args_size(&plain, 1) + 3 * 21);
+    rrl::CallLimits lease, none;
+    ASSERT_TRUE(rrl::to_call_limits(&l, 1, lease));
+    ASSERT_TRUE(rrl::to_call_limits(&plain, 1, none));
+    EXPECT_EQ(rrl::call_args_size(lease.data(), 1),
+              rrl::call_args_size(none.data(), 1) + 3 * 21);
     auto args = build({l, l});
     EXPECT_EQ(args[RRL_CALL_ARG(2, 1, RRL_CALL_COST)],
               "18446744073709551615:18446744073709551615:18446744073709551615:"

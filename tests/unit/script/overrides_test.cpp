@@ -15,6 +15,7 @@
 #include "engine/call_plan.hpp"
 #include "script/call_args.hpp"
 #include "tests/support/call_limit.hpp"
+#include "tests/support/test_call.hpp"
 #include "metrics/metrics.hpp"
 #include "api/rrl.h"
 #include "api/rrl_call_args.h"
@@ -40,18 +41,7 @@ rrl_call_limit_t limit(const char* zone, int algorithm, std::uint64_t n,
 }
 
 std::vector<std::string> call_args(const std::vector<rrl_call_limit_t>& l) {
-    size_t size = rrl_call_args_size(l.data(), l.size());
-    std::string buf(size, '\0');
-    std::vector<const char*> argv(RRL_CALL_ARGC(l.size()));
-    std::vector<size_t> argvlen(argv.size());
-    std::string sha(40, 'a');
-    EXPECT_EQ(rrl_call_args(buf.data(), size, sha.data(), sha.size(), l.data(),
-                            l.size(), argv.data(), argvlen.data()),
-              RRL_OK);
-    std::vector<std::string> out;
-    for (size_t i = 0; i < argv.size(); i++)
-        out.emplace_back(argv[i], argvlen[i]);
-    return out;
+    return rrl_test::call_args_of(l, std::string(40, 'a'));
 }
 
 TEST(OverridesArgs, TheAlgorithmNamesTheFlagAndNothingElseChanges) {
@@ -357,32 +347,18 @@ TEST(OverridesLog, TheRateOfARejection) {
               line("7r/2d (override)"));
 }
 
-// [EVALSHA sha n key.. "" (algorithm limit period burst cost)..]
-std::unique_ptr<rrl::Call> make_call(const std::vector<std::string>& keys,
-                                     const std::vector<std::string>& algorithms,
-                                     std::vector<std::string>& args,
-                                     std::vector<const void*>& zones) {
-    args = {"EVALSHA", "0123abcd", std::to_string(keys.size())};
-    args.insert(args.end(), keys.begin(), keys.end());
-    args.push_back("");
-    for (size_t j = 0; j < keys.size(); j++) {
-        args.insert(args.end(), {algorithms[j], "10", "1000", "0", "1"});
-        zones.push_back(&args);
-    }
-    std::vector<std::string_view> argv(args.begin(), args.end());
-    return std::make_unique<rrl::Call>(argv, zones, true);
-}
-
 // Cluster parts of limits with and without overrides, merged in the
 // request's order at each limit's width.
 TEST(OverridesCall, PartsMergeAtTheirWidths) {
-    std::vector<std::string> args;
-    std::vector<const void*> zones;
     // "{a}x" and "{a}y" share a slot, "{b}x" is in another
-    std::unique_ptr<rrl::Call> call = make_call(
-        {"{a}x", "{b}x", "{a}y"},
-        {"fixed_window+overrides", "fixed_window", "token_bucket+overrides"},
-        args, zones);
+    int zone_a, zone_b, zone_c;
+    std::vector<rrl_test::PlannedLimit> limits = {
+        {"{a}x", &zone_a, RRL_FIXED_WINDOW, 10, 1000, 0, 1},
+        {"{b}x", &zone_b, RRL_FIXED_WINDOW, 10, 1000, 0, 1},
+        {"{a}y", &zone_c, RRL_TOKEN_BUCKET, 10, 1000, 0, 1}};
+    limits[0].overrides = limits[2].overrides = true;
+    std::unique_ptr<rrl::Call> call =
+        rrl_test::call_of(limits, "", nullptr, true);
     ASSERT_NE(call, nullptr);
     ASSERT_EQ(call->parts(), 2u);
     ASSERT_EQ(call->values(0), 2u + 8 + 8);

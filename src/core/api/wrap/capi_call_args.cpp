@@ -30,29 +30,6 @@ void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
                                          zone->algorithm, key, key_len);
 }
 
-size_t rrl_call_args_size(const rrl_call_limit_t* limits, size_t n) noexcept {
-    return guarded("rrl_call_args_size", size_t{0}, [&] {
-        rrl::CallLimits l;
-        return rrl::to_call_limits(limits, n, l)
-                   ? rrl::call_args_size(l.data(), n)
-                   : size_t{0};
-    });
-}
-
-int rrl_call_args(char* buf, size_t size, const char* sha1, size_t sha1_len,
-                  const rrl_call_limit_t* limits, size_t n, const char** argv,
-                  size_t* argvlen) noexcept {
-    return guarded("rrl_call_args", RRL_ERROR, [&] {
-        rrl::CallLimits l;
-        if (!rrl::to_call_limits(limits, n, l)) return RRL_ERROR;
-
-        std::string out;
-        out.reserve(size);
-        auto args = rrl::call_args({sha1, sha1_len}, l.data(), n, out);
-        return rrl::capi::put_args(out, args, buf, size, argv, argvlen);
-    });
-}
-
 size_t rrl_reply_values(const rrl_call_limit_t* limits, size_t n) noexcept {
     size_t values = RRL_REPLY_HEADER;
     for (size_t i = 0; i < n; i++) {

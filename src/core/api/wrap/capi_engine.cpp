@@ -2,7 +2,9 @@
 #include <stdexcept>
 
 #include "api/wrap/capi.hpp"
+#include "api/wrap/capi_engine.hpp"
 #include "engine/engine.hpp"
+#include "script/call_args.hpp"
 
 using rrl::capi::guarded;
 using rrl::engine::Engine;
@@ -12,6 +14,10 @@ struct rrl_engine_s {
     rrl_engine_s(const rrl_engine_conf_t& conf, const rrl_loop_t& loop)
         : engine(conf, loop) {}
 };
+
+rrl::engine::Engine& rrl::capi::engine_of(rrl_engine_t* engine) {
+    return engine->engine;
+}
 
 extern "C" {
 
@@ -32,15 +38,18 @@ void rrl_engine_free(rrl_engine_t* engine) noexcept {
     });
 }
 
-rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, int argc,
-                                   const char** argv, const size_t* argvlen,
+rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, const char* sha,
+                                   size_t sha_len,
+                                   const rrl_call_limit_t* limits,
                                    const void* const* zones, size_t n,
                                    rrl_engine_result_t* result,
                                    rrl_engine_done_pt done, void* request,
                                    void* data) noexcept {
     return guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
-        return engine->engine.call(argc, argv, argvlen, zones, n, result, done,
-                                   request, data);
+        rrl::CallLimits l;
+        if (!rrl::to_call_limits(limits, n, l)) return (rrl_engine_call_t*)nullptr;
+        return engine->engine.call({sha, sha_len}, "", nullptr, l.data(),
+                                   zones, n, result, done, request, data);
     });
 }
 

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "api/wrap/capi.hpp"
+#include "api/wrap/capi_engine.hpp"
+#include "script/call_args.hpp"
 #include "lease/lease.hpp"
 #include "script/script_reply.hpp"
 #include "api/rrl_lease_call.h"
@@ -23,9 +25,7 @@ rrl_lease_limit_t lease_limit(const rrl_call_limit_t& c, std::uint64_t cost) {
 struct Renewal {
     rrl_call_limit_t limit;
     std::string key;
-    std::string args;
-    std::vector<const char*> argv;
-    std::vector<std::size_t> argvlen;
+    std::string redis_key;
     std::int64_t
         values[RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE];
     rrl_engine_result_t result;
@@ -47,9 +47,8 @@ void renewed(void*, void* data) {
               : result.passed ? RRL_LEASE_CALL_PASSED
                               : RRL_LEASE_CALL_REJECTED;
 
-    rn->learned(rn->arg, rn->argv[RRL_CALL_KEY(0)],
-                rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, &result, how,
-                rn->values[1], rn->sent);
+    rn->learned(rn->arg, rn->redis_key.data(), rn->redis_key.size(),
+                &rn->limit, &result, how, rn->values[1], rn->sent);
 }
 
 }  // namespace
@@ -179,27 +178,21 @@ int rrl_lease_renew(rrl_engine_t* engine, const char* sha, size_t sha_len,
         rn->learned = learned;
         rn->arg = arg;
 
-        std::size_t size = rrl_call_args_size(&rn->limit, 1);
-        rn->args.resize(size);
-        rn->argv.resize(RRL_CALL_ARGC(1));
-        rn->argvlen.resize(RRL_CALL_ARGC(1));
-        if (size == 0 ||
-            rrl_call_args(rn->args.data(), size, sha, sha_len, &rn->limit, 1,
-                          rn->argv.data(), rn->argvlen.data()) != RRL_OK) {
-            return (Renewal*)nullptr;
-        }
+        rrl::CallLimits l;
+        if (!rrl::to_call_limits(&rn->limit, 1, l)) return (Renewal*)nullptr;
+        rn->redis_key = rrl::limit_key(l[0]);
 
         rn->result = {};
         rn->result.values = rn->values;
         rn->result.capacity = sizeof(rn->values) / sizeof(rn->values[0]);
 
-        if (rrl_engine_call(engine, RRL_CALL_ARGC(1), rn->argv.data(),
-                            rn->argvlen.data(), &rn->zone, 1, &rn->result,
-                            renewed, rn.get(), rn.get()) == nullptr) {
+        if (rrl::capi::engine_of(engine).call({sha, sha_len}, "", nullptr,
+                                              l.data(), &rn->zone, 1,
+                                              &rn->result, renewed, rn.get(),
+                                              rn.get()) == nullptr) {
             // not made: at once, so that none is in flight any more
-            learned(arg, rn->argv[RRL_CALL_KEY(0)],
-                    rn->argvlen[RRL_CALL_KEY(0)], &rn->limit, nullptr,
-                    RRL_LEASE_CALL_UNSENT, 0, sent_us);
+            learned(arg, rn->redis_key.data(), rn->redis_key.size(), &rn->limit,
+                    nullptr, RRL_LEASE_CALL_UNSENT, 0, sent_us);
             return (Renewal*)nullptr;
         }
         return rn.release();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/wrap/capi.hpp"
+#include "api/wrap/capi_engine.hpp"
 #include "lease/lease.hpp"
 #include "api/rrl_settle.h"
 #include "lease/settle.hpp"
@@ -20,9 +21,6 @@ struct Settlement {
     std::vector<rrl_call_limit_t> limits;
     std::vector<std::string> keys;
     std::vector<const void*> zones;
-    std::string args;
-    std::vector<const char*> argv;
-    std::vector<std::size_t> argvlen;
     std::vector<std::int64_t> values;
     std::vector<rrl_limit_result_t> results;
     rrl_engine_result_t result;
@@ -149,14 +147,12 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
         s->settled = settled;
         s->arg = arg;
 
-        std::size_t size = rrl_settle_args_size(s->limits.data(), n);
-        s->args.resize(size);
-        s->argv.resize(RRL_CALL_ARGC(n));
-        s->argvlen.resize(RRL_CALL_ARGC(n));
-        if (size == 0 || rrl_settle_args(s->args.data(), size, sha, sha_len,
-                                         s->limits.data(), n, s->argv.data(),
-                                         s->argvlen.data()) != RRL_OK) {
+        rrl::CallLimits l;
+        if (!rrl::to_call_limits(s->limits.data(), n, l)) {
             return (Settlement*)nullptr;
+        }
+        for (const rrl::CallLimit& x : l) {
+            if (x.settle_at_us < 0) return (Settlement*)nullptr;
         }
 
         s->values.resize(RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n);
@@ -165,9 +161,10 @@ int rrl_settle(rrl_engine_t* engine, const char* sha, size_t sha_len,
         s->result.values = s->values.data();
         s->result.capacity = s->values.size();
 
-        if (rrl_engine_call(engine, static_cast<int>(RRL_CALL_ARGC(n)),
-                            s->argv.data(), s->argvlen.data(), s->zones.data(),
-                            n, &s->result, done, s.get(), s.get()) == nullptr) {
+        if (rrl::capi::engine_of(engine).call(
+                {sha, sha_len}, rrl::kSettleForm, rrl::settle_cost, l.data(),
+                s->zones.data(), n, &s->result, done, s.get(),
+                s.get()) == nullptr) {
             // not made: at once, with the copies
             told = true;
             settled(arg, s->limits.data(), n, nullptr, nullptr, 0, sent_us,
