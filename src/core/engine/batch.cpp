@@ -26,7 +26,10 @@ void Batch::remove(std::size_t i) {
     const Entry& e = entries_.at(i);
     keys_ -= e.limits;
     values_ -= e.values;
-    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+    for (std::size_t k = i; k + 1 < entries_.size(); k++) {
+        entries_[k] = entries_[k + 1];
+    }
+    entries_.pop_back();
 }
 
 std::size_t Batch::share(std::size_t i) const {

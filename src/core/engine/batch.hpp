@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/small_vector.hpp"
 #include "engine/call_plan.hpp"
 #include "engine/retry.hpp"
 
@@ -74,7 +75,8 @@ class Batch {
     unsigned slot_;
     bool reloaded_ = false;
     bool redirected_ = false;
-    std::vector<Entry> entries_;
+    // a turn's few requests without an allocation of their own
+    SmallVector<Entry, 16> entries_;
     std::size_t keys_ = 0;
     std::size_t values_ = 0;
     std::string command_;

@@ -8,6 +8,7 @@
 #include "base/rrl_types.h"
 #include "base/rrl_call_args_types.h"
 #include "lease/settle.hpp"
+#include "script/key.hpp"
 #include "script/slot.hpp"
 
 namespace rrl {
@@ -27,15 +28,25 @@ Call::Call(std::string_view sha, std::string_view form, CostField cost,
     limits_.reserve(n);
     for (std::size_t j = 0; j < n; j++) {
         Limit l;
-        l.key = limit_key(limits[j]);
-        limit_args(limits[j], cost, l.args);
+        const CallLimit& in = limits[j];
+        std::string_view key = in.redis_key;
+        SmallVector<char, 256> made;  // room for the longest, on the stack
+        if (key.empty()) {
+            made.resize(key_max_len(in.zone.size()));
+            key = {made.data(),
+                   write_key(made.data(), in.zone, *in.algorithm, in.key)};
+        }
+        l.key.resize(key.size());
+        std::memcpy(l.key.data(), key.data(), key.size());
+        l.algorithm = algorithm_arg(in);
+        limit_args(in, cost, l.args);
         l.zone = zones[j];
         l.width = settlement_ ? RRL_REPLY_PER_LIMIT : reply_width(limits[j]);
         limits_.push_back(std::move(l));
     }
 
     for (std::size_t j = 0; j < n; j++) {
-        unsigned slot = cluster ? key_slot(limits_[j].key) : 0;
+        unsigned slot = cluster ? key_slot(limits_[j].key_view()) : 0;
         auto p = std::find_if(parts_.begin(), parts_.end(),
                               [&](const Part& x) { return x.slot == slot; });
         if (p == parts_.end()) {
@@ -76,7 +87,7 @@ std::size_t Call::values(std::size_t part) const {
 }
 
 std::string_view Call::key(std::size_t part, std::size_t j) const {
-    return limit(part, j).key;
+    return limit(part, j).key_view();
 }
 
 const void* Call::zone(std::size_t part, std::size_t j) const {
@@ -86,11 +97,12 @@ const void* Call::zone(std::size_t part, std::size_t j) const {
 std::string_view Call::zone_arg(std::size_t part, std::size_t j,
                                 std::size_t k) const {
     if (k >= 4) throw std::out_of_range("a zone has 4 arguments");
-    return limit(part, j).args[k];
+    const Limit& l = limit(part, j);
+    return k == 0 ? l.algorithm : std::string_view(l.args[k - 1]);
 }
 
 std::string_view Call::cost(std::size_t part, std::size_t j) const {
-    return limit(part, j).args[4];
+    return limit(part, j).args[3];
 }
 
 std::int64_t* Call::reply(std::size_t part) {
@@ -146,13 +158,14 @@ std::string Call::release_command(std::size_t part) const {
     std::string now = std::to_string(p.values.at(1));
     std::vector<std::string_view> argv{"EVALSHA", {sha_, sha_len_}, n};
 
-    for (std::size_t i : p.index) argv.push_back(limits_[i].key);
+    for (std::size_t i : p.index) argv.push_back(limits_[i].key_view());
 
     argv.push_back("release");
     argv.push_back(now);
     argv.push_back(time_);
 
     for (std::size_t i : p.index) {
+        argv.push_back(limits_[i].algorithm);
         for (const std::string& arg : limits_[i].args) argv.push_back(arg);
     }
 

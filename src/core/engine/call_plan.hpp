@@ -110,10 +110,12 @@ class Call {
 
    private:
     struct Limit {
-        std::string key;
-        std::string args[5];  // algorithm limit period burst cost
+        SmallVector<char, 48> key;  // most keys without an allocation
+        std::string_view algorithm;  // algorithm_arg()'s: static
+        std::string args[4];         // limit period burst cost
         const void* zone;
         std::size_t width;  // of its reply: more with overrides, a lease
+        std::string_view key_view() const { return {key.data(), key.size()}; }
     };
     struct Part {
         unsigned slot = 0;

@@ -146,6 +146,7 @@ Engine::Engine(const rrl_engine_conf_t& conf, const rrl_loop_t& l)
 }
 
 Engine::~Engine() {
+    for (rrl_engine_call_t* call : spare_calls_) delete call;
     exiting = true;
     if (topology) topology->stop();
     nodes.exit();
@@ -205,14 +206,20 @@ rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
         return nullptr;
     }
 
-    // no limit, no memory: logged, no call
-    auto parts = guarded("call", std::unique_ptr<Call>(), [&] {
-        return std::make_unique<Call>(sha, form, cost, limits, zones, n,
-                                      mode == RRL_SERVER_CLUSTER);
+    // no limit, no memory: logged, no call; the call and its plan in one
+    // allocation
+    auto* call = guarded("call", (rrl_engine_call_t*)nullptr, [&] {
+        rrl_engine_call_t* made = new_call();
+        try {
+            made->parts.emplace(sha, form, cost, limits, zones, n,
+                                mode == RRL_SERVER_CLUSTER);
+        } catch (...) {
+            free_call(made);
+            throw;
+        }
+        return made;
     });
-    if (parts == nullptr) return nullptr;
-    auto* call = new rrl_engine_call_t(*this);
-    call->parts = std::move(parts);
+    if (call == nullptr) return nullptr;
     Call& c = *call->parts;
     size_t nparts = c.parts();
 
@@ -223,7 +230,7 @@ rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
             failure("no connection to %s",
                     node ? node->name.c_str() : server.c_str());
             loop.error(RRL_METRICS_ERR_CONNECTION);
-            delete call;
+            free_call(call);
             return nullptr;
         }
         c.set_node(i, node);
@@ -243,7 +250,7 @@ rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
                     if (c.probe(i)) part_node(c, i)->abandon();
                 }
                 loop.error(RRL_METRICS_ERR_CIRCUIT_OPEN);
-                delete call;
+                free_call(call);
                 return nullptr;
         }
     }
@@ -338,7 +345,7 @@ void Engine::answered(rrl_engine_call_t* call, size_t part, const char* error,
 void Engine::out(rrl_engine_call_t* call) {
     if (call->request == nullptr && !call->held &&
         call->parts->in_batches() == 0) {
-        delete call;
+        free_call(call);
     }
 }
 
@@ -383,7 +390,7 @@ void Engine::probe_timed_out(rrl_engine_call_t* call) {
     call->held = true;
     failures(call, &Call::probe_lost);
     call->held = false;
-    if (call->parts->in_batches() == 0) delete call;
+    if (call->parts->in_batches() == 0) free_call(call);
 }
 
 // a failure of the node of each part that fails() says is one, once
@@ -442,7 +449,7 @@ void Engine::detach(rrl_engine_call_t* call) {
     parked_--;
 
     if (call->parts->in_batches() == 0) {
-        delete call;
+        free_call(call);
         return;
     }
     // The request went away with parts in Redis. Should one carry its
@@ -454,6 +461,35 @@ void Engine::detach(rrl_engine_call_t* call) {
         return;
     }
     call->timer.del();
+}
+
+rrl_engine_call_t* Engine::new_call() {
+    if (spare_calls_.empty()) return new rrl_engine_call_t(*this);
+    rrl_engine_call_t* call = spare_calls_.back();
+    spare_calls_.pop_back();
+    return call;
+}
+
+// as new: no timer, nothing posted, no plan
+void Engine::free_call(rrl_engine_call_t* call) {
+    if (spare_calls_.size() >= kSpareCalls || exiting) {
+        delete call;
+        return;
+    }
+    call->timer.del();
+    call->finish.unpost();
+    call->timer.cancelable(false);
+    call->parts.reset();
+    call->request = nullptr;
+    call->data = nullptr;
+    call->done = nullptr;
+    call->result = nullptr;
+    call->held = false;
+    try {
+        spare_calls_.push_back(call);
+    } catch (...) {
+        delete call;
+    }
 }
 
 }  // namespace rrl::engine

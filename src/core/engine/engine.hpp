@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -237,7 +238,7 @@ struct rrl_engine_call_s {
     void* data = nullptr;
     rrl_engine_done_pt done = nullptr;
     rrl_engine_result_t* result = nullptr;
-    std::unique_ptr<rrl::Call> parts;
+    std::optional<rrl::Call> parts;  // set once made
     rrl::engine::Event timer, finish;
     bool held = false;  // not to be freed now
 };
@@ -303,6 +304,10 @@ class Engine {
     void failures(rrl_engine_call_t* call, bool (Call::*fails)(size_t part));
     void finish(rrl_engine_call_t* call);
     void release(rrl_engine_call_t* call);
+    // A call made, or one freed before (a call is over 1 KB, above
+    // malloc's per-thread cache: a busy worker reuses its own).
+    rrl_engine_call_t* new_call();
+    void free_call(rrl_engine_call_t* call);
 
     std::vector<std::string> addr_strings_;
     std::string username_, password_, sentinel_password_;
@@ -311,6 +316,8 @@ class Engine {
     const Tls* sentinel_tls_ = nullptr;
     std::string tls_server_name_;
     uint64_t parked_ = 0;  // calls with a request
+    static constexpr size_t kSpareCalls = 256;
+    std::vector<rrl_engine_call_t*> spare_calls_;
 };
 
 // a numeric address, that hiredis connects to without DNS

@@ -1,6 +1,7 @@
 #include "script/call_args.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 
@@ -67,18 +68,27 @@ std::string limit_key(const CallLimit& l) {
     return key;
 }
 
+std::string_view algorithm_arg(const CallLimit& l) {
+    // each algorithm's name as is, with the overrides' suffix, the lease's
+    static const auto names = [] {
+        std::array<std::array<std::string, 3>, RRL_ALGORITHM_COUNT> t;
+        for (int id = 0; id < RRL_ALGORITHM_COUNT; id++) {
+            std::string name(algorithm(id)->name);
+            t[id] = {name, name + RRL_OVERRIDES_SUFFIX, name + RRL_LEASE_SUFFIX};
+        }
+        return t;
+    }();
+    return names.at(l.algorithm->id)[l.lease != 0 ? 2 : l.overrides ? 1 : 0];
+}
+
 void limit_args(const CallLimit& l, CostField cost, std::string* args) {
-    args[0].append(l.algorithm->name);
-    args[0].append(l.lease != 0   ? RRL_LEASE_SUFFIX
-                   : l.overrides ? RRL_OVERRIDES_SUFFIX
-                                 : "");
-    append_number(args[1], l.limit);
-    append_number(args[2], l.period_ms);
-    append_number(args[3], l.burst);
+    append_number(args[0], l.limit);
+    append_number(args[1], l.period_ms);
+    append_number(args[2], l.burst);
     if (cost == nullptr) {
-        append_check_cost(args[4], l);
+        append_check_cost(args[3], l);
     } else {
-        args[4].append(cost(l));
+        args[3].append(cost(l));
     }
 }
 
@@ -124,7 +134,8 @@ CallArgs form_args(std::string_view sha1,
     push(form);
 
     for (std::size_t i = 0; i < n; i++) {
-        std::string args[RRL_ARGS_PER_LIMIT];
+        std::string args[RRL_ARGS_PER_LIMIT - 1];
+        push(algorithm_arg(limits[i]));
         limit_args(limits[i], cost, args);
         for (const std::string& arg : args) push(arg);
     }

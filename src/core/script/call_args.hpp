@@ -77,8 +77,12 @@ using CostField = std::string (*)(const CallLimit&);
 // A limit's state key: its redis_key when made already, else made.
 std::string limit_key(const CallLimit& limit);
 
-// A limit's arguments (algorithm limit period burst cost) in the order
-// form_args() lays them out, each appended to its string of args[5].
+// A limit's algorithm argument: its name, with the suffix its zone's
+// overrides or lease add (static storage).
+std::string_view algorithm_arg(const CallLimit& limit);
+
+// A limit's other arguments (limit period burst cost) in the order
+// form_args() lays them out, each appended to its string of args[4].
 void limit_args(const CallLimit& limit, CostField cost, std::string* args);
 
 // The layout of call_args() for the script's other forms (settle.hpp):
