@@ -42,7 +42,12 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
 
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
-    if (rmcf->lease_zone == NULL) {
+    /* no lease limit: nothing to look up, no lock */
+    for (i = 0; i < ctx->nlimits && ctx->call_limits[i].lease == 0; i++) {
+        /* void */
+    }
+
+    if (rmcf->lease_zone == NULL || i == ctx->nlimits) {
         return NGX_DECLINED;
     }
 

@@ -4,6 +4,7 @@
 // N move to the heap, all of them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <stdexcept>
@@ -41,6 +42,16 @@ class SmallVector {
     void resize(std::size_t n, const T& value = T()) {
         while (size_ > n) pop_back();
         while (size_ < n) push_back(value);
+    }
+    // n elements copied from first, in place of these
+    void assign(const T* first, std::size_t n) {
+        if (n <= N) {
+            heap_.clear();
+            std::copy(first, first + n, inline_.begin());
+        } else {
+            heap_.assign(first, first + n);
+        }
+        size_ = n;
     }
     void pop_back() {
         if (!heap_.empty()) heap_.pop_back();

@@ -29,15 +29,13 @@ Call::Call(std::string_view sha, std::string_view form, CostField cost,
     for (std::size_t j = 0; j < n; j++) {
         Limit l;
         const CallLimit& in = limits[j];
-        std::string_view key = in.redis_key;
-        SmallVector<char, 256> made;  // room for the longest, on the stack
-        if (key.empty()) {
-            made.resize(key_max_len(in.zone.size()));
-            key = {made.data(),
-                   write_key(made.data(), in.zone, *in.algorithm, in.key)};
+        if (!in.redis_key.empty()) {
+            l.key.assign(in.redis_key.data(), in.redis_key.size());
+        } else {
+            SmallVector<char, 256> made(key_max_len(in.zone.size()));
+            l.key.assign(made.data(), write_key(made.data(), in.zone,
+                                                *in.algorithm, in.key));
         }
-        l.key.resize(key.size());
-        std::memcpy(l.key.data(), key.data(), key.size());
         l.algorithm = algorithm_arg(in);
         limit_args(in, cost, l.args);
         l.zone = zones[j];
