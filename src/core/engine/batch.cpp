@@ -107,9 +107,11 @@ const std::string& Batch::command(std::string_view sha) {
     resp_bulk(command_, ids.size());
 
     for (const auto& [plan, at] : zones) {
-        for (std::size_t k = 0; k < 4; k++) {
-            resp_bulk(command_, plan->zone_arg(at.first, at.second, k));
-        }
+        const Call::ZoneArgs& z = plan->zone_args(at.first, at.second);
+        resp_bulk(command_, z.algorithm);
+        resp_bulk(command_, std::size_t{z.limit});
+        resp_bulk(command_, std::size_t{z.period_ms});
+        resp_bulk(command_, std::size_t{z.burst});
     }
 
     // each request: its count ("s<n>": a settlement), then each limit's

@@ -36,8 +36,8 @@ Call::Call(std::string_view sha, std::string_view form, CostField cost,
             l.key.assign(made.data(), write_key(made.data(), in.zone,
                                                 *in.algorithm, in.key));
         }
-        l.algorithm = algorithm_arg(in);
-        limit_args(in, cost, l.args);
+        l.zone_args = {algorithm_arg(in), in.limit, in.period_ms, in.burst};
+        append_cost_arg(l.cost, in, cost);
         l.zone = zones[j];
         l.width = settlement_ ? RRL_REPLY_PER_LIMIT : reply_width(limits[j]);
         limits_.push_back(std::move(l));
@@ -92,15 +92,12 @@ const void* Call::zone(std::size_t part, std::size_t j) const {
     return limit(part, j).zone;
 }
 
-std::string_view Call::zone_arg(std::size_t part, std::size_t j,
-                                std::size_t k) const {
-    if (k >= 4) throw std::out_of_range("a zone has 4 arguments");
-    const Limit& l = limit(part, j);
-    return k == 0 ? l.algorithm : std::string_view(l.args[k - 1]);
+const Call::ZoneArgs& Call::zone_args(std::size_t part, std::size_t j) const {
+    return limit(part, j).zone_args;
 }
 
 std::string_view Call::cost(std::size_t part, std::size_t j) const {
-    return limit(part, j).args[3];
+    return limit(part, j).cost;
 }
 
 std::int64_t* Call::reply(std::size_t part) {
@@ -154,6 +151,8 @@ std::string Call::release_command(std::size_t part) const {
     const Part& p = at(part);
     std::string n = std::to_string(p.index.size());
     std::string now = std::to_string(p.values.at(1));
+    std::vector<std::string> numbers;  // the views below point into it
+    numbers.reserve(3 * p.index.size());
     std::vector<std::string_view> argv{"EVALSHA", {sha_, sha_len_}, n};
 
     for (std::size_t i : p.index) argv.push_back(limits_[i].key_view());
@@ -163,8 +162,13 @@ std::string Call::release_command(std::size_t part) const {
     argv.push_back(time_);
 
     for (std::size_t i : p.index) {
-        argv.push_back(limits_[i].algorithm);
-        for (const std::string& arg : limits_[i].args) argv.push_back(arg);
+        const Limit& l = limits_[i];
+        argv.push_back(l.zone_args.algorithm);
+        for (std::uint64_t v : {l.zone_args.limit, l.zone_args.period_ms,
+                                l.zone_args.burst}) {
+            argv.push_back(numbers.emplace_back(std::to_string(v)));
+        }
+        argv.push_back(l.cost);
     }
 
     return resp_command(argv);

@@ -45,12 +45,17 @@ class Call {
     // The integers of the part's reply.
     std::size_t values(std::size_t part) const;
 
-    // The part's limit j: its key, zone, the zone's argument k (algorithm,
-    // limit, period, burst) and its cost.
+    // The part's limit j: its key, zone, the zone's arguments and its cost
+    // argument.
+    struct ZoneArgs {
+        std::string_view algorithm;  // with its suffix (algorithm_arg())
+        std::uint64_t limit;
+        std::uint64_t period_ms;
+        std::uint64_t burst;
+    };
     std::string_view key(std::size_t part, std::size_t j) const;
     const void* zone(std::size_t part, std::size_t j) const;
-    std::string_view zone_arg(std::size_t part, std::size_t j,
-                              std::size_t k) const;
+    const ZoneArgs& zone_args(std::size_t part, std::size_t j) const;
     std::string_view cost(std::size_t part, std::size_t j) const;
 
     // Where the part's reply goes, values(part) integers: it is answered.
@@ -111,8 +116,8 @@ class Call {
    private:
     struct Limit {
         SmallVector<char, 48> key;  // most keys without an allocation
-        std::string_view algorithm;  // algorithm_arg()'s: static
-        std::string args[4];         // limit period burst cost
+        ZoneArgs zone_args;         // written out once a batch, in its RESP
+        std::string cost;
         const void* zone;
         std::size_t width;  // of its reply: more with overrides, a lease
         std::string_view key_view() const { return {key.data(), key.size()}; }

@@ -81,14 +81,11 @@ std::string_view algorithm_arg(const CallLimit& l) {
     return names.at(l.algorithm->id)[l.lease != 0 ? 2 : l.overrides ? 1 : 0];
 }
 
-void limit_args(const CallLimit& l, CostField cost, std::string* args) {
-    append_number(args[0], l.limit);
-    append_number(args[1], l.period_ms);
-    append_number(args[2], l.burst);
+void append_cost_arg(std::string& out, const CallLimit& l, CostField cost) {
     if (cost == nullptr) {
-        append_check_cost(args[3], l);
+        append_check_cost(out, l);
     } else {
-        args[3].append(cost(l));
+        out.append(cost(l));
     }
 }
 
@@ -134,10 +131,13 @@ CallArgs form_args(std::string_view sha1,
     push(form);
 
     for (std::size_t i = 0; i < n; i++) {
-        std::string args[RRL_ARGS_PER_LIMIT - 1];
-        push(algorithm_arg(limits[i]));
-        limit_args(limits[i], cost, args);
-        for (const std::string& arg : args) push(arg);
+        const CallLimit& l = limits[i];
+        push(algorithm_arg(l));
+        push_number(l.limit);
+        push_number(l.period_ms);
+        push_number(l.burst);
+        append_cost_arg(out, l, cost);
+        ends.push_back(out.size());
     }
 
     // views only now: out may have grown on the way

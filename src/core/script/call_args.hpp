@@ -81,9 +81,9 @@ std::string limit_key(const CallLimit& limit);
 // overrides or lease add (static storage).
 std::string_view algorithm_arg(const CallLimit& limit);
 
-// A limit's other arguments (limit period burst cost) in the order
-// form_args() lays them out, each appended to its string of args[4].
-void limit_args(const CallLimit& limit, CostField cost, std::string* args);
+// A limit's cost argument, appended to out: cost(limit), or a check's (C,
+// or a lease limit's "C:W:B:T") when cost is nullptr.
+void append_cost_arg(std::string& out, const CallLimit& limit, CostField cost);
 
 // The layout of call_args() for the script's other forms (settle.hpp):
 // ARGV[1] is form and each limit's cost field cost(limit) (nullptr: a

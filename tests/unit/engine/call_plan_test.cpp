@@ -106,13 +106,14 @@ TEST(Call, APartASlotInTheRequestsOrder) {
     Plan plan = make(l, 1);
     EXPECT_EQ(plan->key(0, 1), "{a}y");
     EXPECT_EQ(plan->zone(0, 1), &zone_a);
-    EXPECT_EQ(plan->zone_arg(0, 1, 0), "sliding_window");
-    EXPECT_EQ(plan->zone_arg(0, 1, 1), "12");
-    EXPECT_EQ(plan->zone_arg(0, 1, 2), "13");
-    EXPECT_EQ(plan->zone_arg(0, 1, 3), "14");
+    const rrl::Call::ZoneArgs& z = plan->zone_args(0, 1);
+    EXPECT_EQ(z.algorithm, "sliding_window");
+    EXPECT_EQ(z.limit, 12u);
+    EXPECT_EQ(z.period_ms, 13u);
+    EXPECT_EQ(z.burst, 14u);
     EXPECT_EQ(plan->cost(0, 1), "3");
     EXPECT_EQ(plan->cost(1, 0), "2");
-    EXPECT_THROW(plan->zone_arg(0, 0, 4), std::out_of_range);
+    EXPECT_THROW(plan->zone_args(0, 2), std::out_of_range);
     EXPECT_THROW(plan->key(2, 0), std::out_of_range);
 
     // a key not made yet is made as the script's (rrl:{ZONE:KEY}:TAG)
@@ -232,7 +233,7 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
     Plan q = make(b, 1);
     answer(q.get(), 0, 1, 500, 100);
     EXPECT_EQ(q->values(0), 2u + 4 + 2);
-    EXPECT_EQ(q->zone_arg(0, 0, 0), "sliding_window+lease");
+    EXPECT_EQ(q->zone_args(0, 0).algorithm, "sliding_window+lease");
     EXPECT_EQ(q->cost(0, 0), "0:3:2:1700000000000000");
 }
 
