@@ -31,6 +31,9 @@ class Breaker {
                      std::int64_t cooldown_ms = 0);
 
     BreakerVerdict allow(std::int64_t now_ms);
+    // Whether allow() reads its time now: only while open (a busy worker
+    // reads no clock for a closed circuit).
+    bool needs_clock() const { return state == BreakerState::open; }
     BreakerChange success();
     BreakerChange failure(std::int64_t now_ms);
     // A probe allow() granted was not sent (its request went away, nothing

@@ -373,7 +373,8 @@ bool Node::command_argv(redisCallbackFn* fn, void* privdata, int argc,
 // The circuit breaker: the core's state machine, on the monotonic clock in
 // ms. Here: its log lines, and a stuck connection dropped when it opens.
 BreakerVerdict Node::allows() {
-    return breaker.allow(engine.loop.clock() / 1000);
+    return breaker.allow(
+        breaker.needs_clock() ? int64_t(engine.loop.clock() / 1000) : 0);
 }
 
 void Node::abandon() {

@@ -57,6 +57,22 @@ TEST(Breaker, ClosedAllowsEveryCall) {
     EXPECT_EQ(b.state, rrl::BreakerState::closed);
 }
 
+// Only an open circuit's verdict depends on the time: closed and half
+// open, allow() is asked without reading a clock.
+TEST(Breaker, NeedsTheClockOnlyWhileOpen) {
+    rrl::Breaker b(1, 100);
+    EXPECT_FALSE(b.needs_clock());
+    EXPECT_EQ(b.allow(0), rrl::BreakerVerdict::call);
+    b.failure(1000);
+    EXPECT_TRUE(b.needs_clock());
+    EXPECT_EQ(b.allow(1050), rrl::BreakerVerdict::refuse);
+    EXPECT_EQ(b.allow(1100), rrl::BreakerVerdict::probe);
+    EXPECT_FALSE(b.needs_clock());  // half open: the probe is out
+    EXPECT_EQ(b.allow(0), rrl::BreakerVerdict::refuse);
+    b.success();
+    EXPECT_FALSE(b.needs_clock());
+}
+
 TEST(Breaker, ClosedStaysClosedBelowMaxFailures) {
     rrl::Breaker b = fresh();
     EXPECT_EQ(b.failure(1), rrl::BreakerChange::none);
