@@ -1,5 +1,7 @@
 #include "engine/reply_objects.hpp"
 
+#include <sanitizer/asan_interface.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -9,8 +11,9 @@ namespace rrl::engine {
 
 namespace {
 
-// A free list, linked through the first bytes of what it keeps (an object
-// or an element array has room for a pointer).
+// A free list of blocks of one size, linked through their first bytes (an
+// object or an element array has room for a pointer). Under ASan what it
+// keeps is poisoned: a reply used after its free is still caught.
 struct Kept {
     Kept* next;
 };
@@ -19,22 +22,24 @@ struct FreeList {
     Kept* head = nullptr;
     std::size_t size = 0;
 
-    void* take() {
+    void* take(std::size_t bytes) {
         Kept* k = head;
         if (k != nullptr) {
+            ASAN_UNPOISON_MEMORY_REGION(k, bytes);
             head = k->next;
             size--;
         }
         return k;
     }
-    bool give(void* p, std::size_t max) {
+    bool give(void* p, std::size_t bytes, std::size_t max) {
         if (size >= max) return false;
         head = new (p) Kept{head};
+        ASAN_POISON_MEMORY_REGION(p, bytes);
         size++;
         return true;
     }
-    void release() {
-        while (void* p = take()) std::free(p);
+    void release(std::size_t bytes) {
+        while (void* p = take(bytes)) std::free(p);
     }
 };
 
@@ -45,13 +50,16 @@ constexpr std::size_t capacity_class(std::size_t n) {
     return c;
 }
 constexpr std::size_t kClasses = capacity_class(kArrayCapacityMax) + 1;
+constexpr std::size_t array_bytes(std::size_t c) {
+    return (std::size_t{1} << c) * sizeof(redisReply*);
+}
 
 FreeList objects;
 FreeList arrays[kClasses];
 
 // calloc()'s zeroes, as hiredis' own objects have
 redisReply* new_object(int type) {
-    void* p = objects.take();
+    void* p = objects.take(sizeof(redisReply));
     if (p != nullptr) {
         std::memset(p, 0, sizeof(redisReply));
     } else {
@@ -64,7 +72,7 @@ redisReply* new_object(int type) {
 }
 
 void delete_object(redisReply* r) {
-    if (!objects.give(r, kObjectsKept)) std::free(r);
+    if (!objects.give(r, sizeof(redisReply), kObjectsKept)) std::free(r);
 }
 
 // n > 0 null elements: an element not read yet stays null (a reply freed
@@ -74,19 +82,21 @@ redisReply** new_elements(std::size_t n) {
         return static_cast<redisReply**>(std::calloc(n, sizeof(redisReply*)));
     }
     std::size_t c = capacity_class(n);
-    void* p = arrays[c].take();
+    void* p = arrays[c].take(array_bytes(c));
     if (p != nullptr) {
         std::memset(p, 0, n * sizeof(redisReply*));
         return static_cast<redisReply**>(p);
     }
-    return static_cast<redisReply**>(
-        std::calloc(std::size_t{1} << c, sizeof(redisReply*)));
+    return static_cast<redisReply**>(std::calloc(1, array_bytes(c)));
 }
 
 void delete_elements(redisReply** element, std::size_t n) {
     if (n > 0 && n <= kArrayCapacityMax) {
         std::size_t c = capacity_class(n);
-        if (arrays[c].give(element, kArraysKept(std::size_t{1} << c))) return;
+        if (arrays[c].give(element, array_bytes(c),
+                           kArraysKept(std::size_t{1} << c))) {
+            return;
+        }
     }
     std::free(element);
 }
@@ -250,8 +260,10 @@ std::size_t arrays_kept() {
 }
 
 void release_reply_objects() {
-    objects.release();
-    for (auto& list : arrays) list.release();
+    objects.release(sizeof(redisReply));
+    for (std::size_t c = 0; c < kClasses; c++) {
+        arrays[c].release(array_bytes(c));
+    }
 }
 
 }  // namespace rrl::engine

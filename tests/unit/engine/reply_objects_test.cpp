@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -246,5 +247,22 @@ TEST_F(ReplyObjects, FreeReplyObjectFreesAReplyBuiltHere) {
     reader.free(reader.read(integers(3000)));
     freeReplyObject(reader.read(integers(3000)));
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+TEST_F(ReplyObjects, AnObjectReadAfterItsFreeIsCaughtUnderASan) {
+    Reader reader;
+    redisReply* r = reader.read(integers(2));
+    ASSERT_NE(r, nullptr);
+    const redisReply* first = r->element[0];
+    reader.free(r);
+    ASSERT_EQ(objects_kept(), 3u);
+    EXPECT_DEATH(
+        {
+            std::fprintf(stderr, "%lld\n",
+                         *(const volatile long long*)&first->integer);
+        },
+        "use-after-poison");
+}
+#endif
 
 }  // namespace
