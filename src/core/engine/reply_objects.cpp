@@ -5,37 +5,31 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace rrl::engine {
 
 namespace {
 
-// A free list of blocks of one size, linked through their first bytes (an
-// object or an element array has room for a pointer). Under ASan what it
-// keeps is poisoned: a reply used after its free is still caught.
-struct Kept {
-    Kept* next;
-};
-
+// The blocks of one size kept to be used again, at most N, last in first
+// out. They are listed apart, not linked through themselves: under ASan
+// what is kept is poisoned (a reply used or freed again after its free is
+// still caught) and LeakSanitizer, which does not read poisoned memory,
+// still finds it.
+template <std::size_t N>
 struct FreeList {
-    Kept* head = nullptr;
+    void* kept[N];
     std::size_t size = 0;
 
     void* take(std::size_t bytes) {
-        Kept* k = head;
-        if (k != nullptr) {
-            ASAN_UNPOISON_MEMORY_REGION(k, bytes);
-            head = k->next;
-            size--;
-        }
-        return k;
+        if (size == 0) return nullptr;
+        void* p = kept[--size];
+        ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+        return p;
     }
     bool give(void* p, std::size_t bytes, std::size_t max) {
-        if (size >= max) return false;
-        head = new (p) Kept{head};
+        if (size >= max || size >= N) return false;
         ASAN_POISON_MEMORY_REGION(p, bytes);
-        size++;
+        kept[size++] = p;
         return true;
     }
     void release(std::size_t bytes) {
@@ -54,8 +48,11 @@ constexpr std::size_t array_bytes(std::size_t c) {
     return (std::size_t{1} << c) * sizeof(redisReply*);
 }
 
-FreeList objects;
-FreeList arrays[kClasses];
+constexpr std::size_t kArraysKeptMax = kArraysKept(1);
+static_assert(kArraysKept(kArrayCapacityMax) <= kArraysKeptMax);
+
+FreeList<kObjectsKept> objects;
+FreeList<kArraysKeptMax> arrays[kClasses];
 
 // calloc()'s zeroes, as hiredis' own objects have
 redisReply* new_object(int type) {

@@ -263,6 +263,15 @@ TEST_F(ReplyObjects, AnObjectReadAfterItsFreeIsCaughtUnderASan) {
         },
         "use-after-poison");
 }
+
+TEST_F(ReplyObjects, AReplyFreedTwiceIsCaughtUnderASan) {
+    Reader reader;
+    redisReply* r = reader.read(":1\r\n");
+    ASSERT_NE(r, nullptr);
+    reader.free(r);
+    // its type is read first
+    EXPECT_DEATH(reader.free(r), "use-after-poison");
+}
 #endif
 
 }  // namespace
