@@ -108,8 +108,8 @@ void* attach(const redisReadTask* task, redisReply* r) {
     return r;
 }
 
-// the text copied and null-terminated; a RESP3 verbatim string's "txt:"
-// is kept apart in vtype
+// the text copied and null-terminated; a RESP3 verbatim string's format
+// ("txt" of "txt:...") kept apart in vtype
 void* create_string(const redisReadTask* task, char* str, std::size_t len) {
     redisReply* r = new_object(task->type);
     if (r == nullptr) return nullptr;

@@ -9,7 +9,7 @@
 // and free()d as hiredis does. The lists are bounded: what is freed beyond
 // them goes back to free().
 //
-// Each object and element array is malloc()ed on its own (an element array
+// Each object and element array is calloc()ed on its own (an element array
 // of n <= kArrayCapacityMax has room for the next power of two), so a
 // freeReplyObject() on a reply built here frees it as well. The free
 // lists are the worker's: one thread, no locks.
