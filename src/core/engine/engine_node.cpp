@@ -1,8 +1,9 @@
 // A node: one hiredis async connection to one Redis (or Sentinel) address,
 // set up by the handshake plan, reconnected with backoff while it is in
 // use, with its own circuit breaker; its replies counted against the
-// commands sent (hiredis 0.14 assert()s on a reply no command awaits). And
-// the registry of a worker's nodes.
+// commands sent (hiredis 0.14 assert()s on a reply no command awaits) and
+// built from the worker's reply objects (reply_objects.hpp). And the
+// registry of a worker's nodes.
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "engine/backoff.hpp"
 #include "base/guard.hpp"
 #include "engine/engine.hpp"
+#include "engine/reply_objects.hpp"
 #include "script/key.hpp"
 
 #ifdef RRL_HAVE_TLS
@@ -21,9 +23,8 @@ namespace rrl::engine {
 
 namespace {
 
-// hiredis' own reply constructors, wrapped to count replies
-redisReplyObjectFunctions* hiredis_replies = nullptr;
-
+// The worker's reply objects (reply_objects.hpp), wrapped to count replies
+// before one is built
 bool solicited(const redisReadTask* task) {
     auto* node = static_cast<Node*>(task->privdata);
     node->last_read = node->engine.loop.msec();
@@ -32,7 +33,7 @@ bool solicited(const redisReadTask* task) {
 }
 
 void* create_string(const redisReadTask* task, char* str, size_t len) {
-    return solicited(task) ? hiredis_replies->createString(task, str, len)
+    return solicited(task) ? reply_objects.createString(task, str, len)
                            : nullptr;
 }
 
@@ -43,39 +44,36 @@ using array_size = int;
 #endif
 
 void* create_array(const redisReadTask* task, array_size elements) {
-    return solicited(task) ? hiredis_replies->createArray(task, elements)
+    return solicited(task) ? reply_objects.createArray(task, elements)
                            : nullptr;
 }
 
 void* create_integer(const redisReadTask* task, long long value) {
-    return solicited(task) ? hiredis_replies->createInteger(task, value)
-                           : nullptr;
+    return solicited(task) ? reply_objects.createInteger(task, value) : nullptr;
 }
 
 void* create_nil(const redisReadTask* task) {
-    return solicited(task) ? hiredis_replies->createNil(task) : nullptr;
+    return solicited(task) ? reply_objects.createNil(task) : nullptr;
 }
 
 #if HIREDIS_MAJOR >= 1
 // hiredis 1.x also builds RESP3's doubles and booleans
 void* create_double(const redisReadTask* task, double value, char* str,
                     size_t len) {
-    return solicited(task)
-               ? hiredis_replies->createDouble(task, value, str, len)
-               : nullptr;
+    return solicited(task) ? reply_objects.createDouble(task, value, str, len)
+                           : nullptr;
 }
 
 void* create_bool(const redisReadTask* task, int value) {
-    return solicited(task) ? hiredis_replies->createBool(task, value) : nullptr;
+    return solicited(task) ? reply_objects.createBool(task, value) : nullptr;
 }
 
 redisReplyObjectFunctions counted_replies = {
     create_string, create_array, create_integer, create_double,
-    create_nil,    create_bool,  freeReplyObject};  // hiredis' own, as theirs
+    create_nil,    create_bool,  free_reply};
 #else
 redisReplyObjectFunctions counted_replies = {
-    create_string, create_array, create_integer, create_nil,
-    freeReplyObject};  // hiredis' own, as theirs
+    create_string, create_array, create_integer, create_nil, free_reply};
 #endif
 
 }  // namespace
@@ -178,8 +176,7 @@ void Node::connect() {
     ac->data = this;
     connected = dropping = tcp_up = false;
     // counting replies as they are parsed, one too many fails the
-    // connection before hiredis would assert()
-    hiredis_replies = ac->c.reader->fn;
+    // connection before hiredis would assert(); their objects recycled
     ac->c.reader->fn = &counted_replies;
     ac->c.reader->privdata = this;
     count.reset();
