@@ -26,19 +26,9 @@ extern "C" {
  */
 int rrl_deny_usable(int dry_run, int cluster, int combined) RRL_NOEXCEPT;
 
-/* A request's limit of a zone (burst: effective_burst()'s), all set. */
+/* rrl::deny_limit(): a request's limit of a zone, all set */
 rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     uint64_t period_ms, uint64_t burst, uint32_t redis, uint64_t cost)
-    RRL_NOEXCEPT;
-
-/*
- * The tag of a Redis (rrl_deny_limit_t.redis), so that a reload pointing
- * the module at another Redis (or database) does not apply the old one's
- * rejections: from 0, each field of the configuration that names it in
- * turn, e.g. mode, database, sentinel name, addresses. A field counts with
- * its length ("a" "bc" is not "ab" "c"); the same fields give the same tag.
- */
-uint32_t rrl_deny_redis(uint32_t tag, const void *field, size_t len)
     RRL_NOEXCEPT;
 
 /*

@@ -13,10 +13,16 @@ namespace rrl {
 // Not in a dry run, nor for a combined zone in a cluster (rrl_deny_cache.h).
 bool deny_usable(bool dry_run, bool cluster, bool combined);
 
+// A request's limit of a zone (burst: effective_burst()'s), all set.
 rrl_deny_limit_t deny_limit(int algorithm, std::uint64_t limit,
                             std::uint64_t period_ms, std::uint64_t burst,
                             std::uint32_t redis, std::uint64_t cost);
 
+// The tag of a Redis (rrl_deny_limit_t.redis), so that a reload pointing
+// the module at another Redis (or database) does not apply the old one's
+// rejections: from 0, each field of the configuration that names it in
+// turn, e.g. mode, database, sentinel name, addresses. A field counts with
+// its length ("a" "bc" is not "ab" "c"); the same fields give the same tag.
 // The tag with one more field: CRC-32 of its length (8 bytes, little
 // endian) and bytes, continued from tag.
 std::uint32_t deny_redis(std::uint32_t tag, const void* field, std::size_t len);

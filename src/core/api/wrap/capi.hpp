@@ -12,10 +12,18 @@
 #include "base/guard.hpp"
 #include "base/log.hpp"
 #include "api/rrl.h"
+#include "base/rrl_engine_types.h"
+
+namespace rrl::engine {
+class Engine;
+}
 
 namespace rrl::capi {
 
 using rrl::guarded;
+
+// The worker's engine behind the C API's handle (capi_engine.cpp).
+engine::Engine& engine_of(rrl_engine_t* engine) noexcept;
 
 // snprintf's convention: the whole length, written only when it fits.
 inline size_t put(const std::string& value, char* buf, size_t size) noexcept {

@@ -14,10 +14,6 @@ rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     return rrl::deny_limit(algorithm, limit, period_ms, burst, redis, cost);
 }
 
-uint32_t rrl_deny_redis(uint32_t tag, const void* field, size_t len) noexcept {
-    return rrl::deny_redis(tag, field, len);
-}
-
 uint32_t rrl_deny_redis_of(const rrl_engine_conf_t* e,
                            const rrl_engine_addr_t* addrs,
                            size_t naddrs) noexcept {

@@ -13,6 +13,10 @@ struct rrl_engine_s {
         : engine(conf, loop) {}
 };
 
+rrl::engine::Engine& rrl::capi::engine_of(rrl_engine_t* engine) noexcept {
+    return engine->engine;
+}
+
 extern "C" {
 
 rrl_engine_t* rrl_engine_new(const rrl_engine_conf_t* conf,
