@@ -1,7 +1,7 @@
 /*
  * The C API of the rate limiter core: its common codes, the log callback,
  * and the rules the nginx shim calls that belong to no subsystem's header
- * (rrl_conf.h, rrl_engine.h, rrl_lease.h, ... include this one). Every
+ * (rrl_conf.h, rrl_engine.h, rrl_lease_call.h, ... include this one). Every
  * function is noexcept: failures come back as return codes and, where
  * useful, a message through the log callback.
  */

@@ -1,8 +1,9 @@
 /*
  * How the nginx shim uses the deny cache ("redis_ratelimit_deny_cache"):
  * for which limits, for which Redis, and what it answers for a limit of a
- * request from the key's entry. The arithmetic of an entry is rrl.h's
- * rrl_deny_learn() and deny_applies() (deny_entry.hpp).
+ * request from the key's entry. The rules are local/deny_cache.hpp's; the
+ * arithmetic of an entry is rrl.h's rrl_deny_learn() and deny_applies()
+ * (local/deny_entry.hpp).
  */
 
 #ifndef RRL_DENY_CACHE_H
@@ -31,10 +32,7 @@ rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     uint64_t period_ms, uint64_t burst, uint32_t redis, uint64_t cost)
     RRL_NOEXCEPT;
 
-/*
- * The tag of e's Redis, whose addresses are addrs (e's are set at start):
- * its mode, db and sentinel name, then each address's name, in turn.
- */
+/* rrl::deny_redis_of(): the tag of e's Redis (rrl_deny_limit_t.redis) */
 uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
     const rrl_engine_addr_t *addrs, size_t naddrs) RRL_NOEXCEPT;
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/rrl_engine_types.h"
 #include "base/rrl_types.h"
 
 namespace rrl {
@@ -26,6 +27,11 @@ rrl_deny_limit_t deny_limit(int algorithm, std::uint64_t limit,
 // The tag with one more field: CRC-32 of its length (8 bytes, little
 // endian) and bytes, continued from tag.
 std::uint32_t deny_redis(std::uint32_t tag, const void* field, std::size_t len);
+
+// The tag of e's Redis, whose addresses are addrs (e's are set at start):
+// its mode, db and sentinel name, then each address's name, in turn.
+std::uint32_t deny_redis_of(const rrl_engine_conf_t& e,
+                            const rrl_engine_addr_t* addrs, std::size_t naddrs);
 
 // RRL_DENY_MISS, RRL_DENY_REJECTED or RRL_DENY_ENDED, the limit's result
 // in result (see rrl_deny_answer()); entry may be null.

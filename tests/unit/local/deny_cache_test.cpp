@@ -114,12 +114,12 @@ TEST(DenyRedis, OfAnEngineIsItsModeDbSentinelNameThenAddresses) {
     std::uint32_t tag = rrl::deny_redis(0, &e.mode, sizeof(e.mode));
     tag = rrl::deny_redis(tag, &e.db, sizeof(e.db));
     tag = tag_of(tag_of(tag_of(tag, "mymaster"), "a:6379"), "b:6379");
-    EXPECT_EQ(rrl_deny_redis_of(&e, addrs, 2), tag);
+    EXPECT_EQ(rrl::deny_redis_of(e, addrs, 2), tag);
 
-    std::uint32_t one = rrl_deny_redis_of(&e, addrs, 1);
+    std::uint32_t one = rrl::deny_redis_of(e, addrs, 1);
     EXPECT_NE(one, tag);
     e.db = 4;
-    EXPECT_NE(rrl_deny_redis_of(&e, addrs, 2), tag);
+    EXPECT_NE(rrl::deny_redis_of(e, addrs, 2), tag);
 }
 
 // rrl::deny_answer()'s result as the 4 integers a script reply has a limit
