@@ -3,6 +3,7 @@
 // the key and limit copied, the grant decoded, and how the call ended.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
