@@ -24,7 +24,7 @@
 
 typedef struct {
     ngx_http_redis_ratelimit_shm_t  shm;
-    uint32_t                     redis;       /* rrl_deny_redis()'s tag */
+    uint32_t                     redis;       /* rrl_deny_redis_of()'s tag */
 } ngx_http_redis_ratelimit_deny_ctx_t;
 
 

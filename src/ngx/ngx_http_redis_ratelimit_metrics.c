@@ -18,7 +18,6 @@
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
 #include "api/rrl_metrics_count.h"
-#include "api/rrl_lease.h"
 
 
 #define NGX_HTTP_REDIS_RATELIMIT_METRICS_SIZE  (256 * 1024)

@@ -13,7 +13,6 @@
 
 #include "ngx_http_redis_ratelimit_module.h"
 #include "ngx_http_redis_ratelimit_shm.h"
-#include "api/rrl_lease.h"
 
 
 static void ngx_http_redis_ratelimit_core_log(void *data, int level,

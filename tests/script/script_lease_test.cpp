@@ -22,8 +22,8 @@ namespace {
 
 using namespace rrl_test;
 
-// as rrl_call_args.h's RRL_LEASE_SUFFIX, RRL_REPLY_LEASE and rrl_lease.h's
-// RRL_LEASE_TOKEN_BUCKET_US (the interface of issue 16)
+// as rrl_call_args.h's RRL_LEASE_SUFFIX, RRL_REPLY_LEASE and
+// rrl_lease_types.h's RRL_LEASE_TOKEN_BUCKET_US (the interface of issue 16)
 const std::string kLeaseSuffix = "+lease";
 constexpr std::size_t kReplyLease = 2;
 constexpr std::int64_t kTokenLeaseUs = 100000;

@@ -1,7 +1,7 @@
 /*
  * The C API of the rate limiter core: its common codes, the log callback,
  * and the rules the nginx shim calls that belong to no subsystem's header
- * (rrl_conf.h, rrl_engine.h, rrl_lease.h, ... include this one). Every
+ * (rrl_conf.h, rrl_engine.h, rrl_lease_call.h, ... include this one). Every
  * function is noexcept: failures come back as return codes and, where
  * useful, a message through the log callback.
  */
@@ -16,8 +16,6 @@ extern "C" {
 #endif
 
 void rrl_set_logger(rrl_log_pt handler, void *data) RRL_NOEXCEPT;
-
-uint64_t rrl_cost_parse(const unsigned char *text, size_t len) RRL_NOEXCEPT;
 
 /* Longest key rrl_key_build() writes for a zone name of zone_len bytes. */
 size_t rrl_key_max_len(size_t zone_len) RRL_NOEXCEPT;
@@ -60,19 +58,6 @@ int rrl_deny_learn(int64_t sent_us, int64_t now_us,
  */
 size_t rrl_metrics_format(const rrl_metrics_t *m, char *buf, size_t size)
     RRL_NOEXCEPT;
-
-/* RateLimit-Policy: one item per limit, "<zone>";q=<N>;w=<seconds> */
-size_t rrl_ratelimit_policy(char *buf, size_t size,
-    const rrl_policy_t *policies, size_t n) RRL_NOEXCEPT;
-
-/* RateLimit: "<zone>";r=<remaining>;t=<reset_after> of the reported limit */
-size_t rrl_ratelimit(char *buf, size_t size, const char *zone,
-    size_t zone_len, const rrl_decision_t *decision) RRL_NOEXCEPT;
-
-/* the body of a rejection, naming the zones of the limits that rejected */
-size_t rrl_problem_json(char *buf, size_t size, unsigned status,
-    const rrl_policy_t *policies, const rrl_limit_result_t *results,
-    size_t n) RRL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@ extern "C" {
 
 /*
  * A request's limit: its zone's (zone, as configured), with the cost (the
- * evaluated cost=$VAR's text as rrl_cost_parse() reads it; NULL: cost),
+ * evaluated cost=$VAR's text as rrl::request_cost() reads it; NULL: cost),
  * the key and delay given; the rest as the zone's. Its Redis key is
  * written into redis_key (rrl_key_max_len(zone->zone_len) bytes), the
  * key the call, the deny cache, the lease table and the local zone use.

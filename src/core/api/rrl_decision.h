@@ -21,9 +21,6 @@ extern "C" {
 int rrl_decide(const rrl_settings_t *settings, int outcome, int passed,
     int64_t delay_us, rrl_verdict_t *verdict) RRL_NOEXCEPT;
 
-/* $redis_ratelimit_status's text, NUL-terminated; "" for none */
-const char *rrl_status_text(unsigned status, size_t *len) RRL_NOEXCEPT;
-
 /*
  * The log line of a rejection by limit, as rrl::capi::put() writes it: its
  * rate the zone's as written (zone_rate), or an applied override's

@@ -1,8 +1,9 @@
 /*
  * How the nginx shim uses the deny cache ("redis_ratelimit_deny_cache"):
  * for which limits, for which Redis, and what it answers for a limit of a
- * request from the key's entry. The arithmetic of an entry is rrl.h's
- * rrl_deny_learn() and deny_applies() (deny_entry.hpp).
+ * request from the key's entry. The rules are local/deny_cache.hpp's; the
+ * arithmetic of an entry is rrl.h's rrl_deny_learn() and deny_applies()
+ * (local/deny_entry.hpp).
  */
 
 #ifndef RRL_DENY_CACHE_H
@@ -26,25 +27,12 @@ extern "C" {
  */
 int rrl_deny_usable(int dry_run, int cluster, int combined) RRL_NOEXCEPT;
 
-/* A request's limit of a zone (burst: effective_burst()'s), all set. */
+/* rrl::deny_limit(): a request's limit of a zone, all set */
 rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     uint64_t period_ms, uint64_t burst, uint32_t redis, uint64_t cost)
     RRL_NOEXCEPT;
 
-/*
- * The tag of a Redis (rrl_deny_limit_t.redis), so that a reload pointing
- * the module at another Redis (or database) does not apply the old one's
- * rejections: from 0, each field of the configuration that names it in
- * turn, e.g. mode, database, sentinel name, addresses. A field counts with
- * its length ("a" "bc" is not "ab" "c"); the same fields give the same tag.
- */
-uint32_t rrl_deny_redis(uint32_t tag, const void *field, size_t len)
-    RRL_NOEXCEPT;
-
-/*
- * The tag of e's Redis, whose addresses are addrs (e's are set at start):
- * its mode, db and sentinel name, then each address's name, in turn.
- */
+/* rrl::deny_redis_of(): the tag of e's Redis (rrl_deny_limit_t.redis) */
 uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
     const rrl_engine_addr_t *addrs, size_t naddrs) RRL_NOEXCEPT;
 

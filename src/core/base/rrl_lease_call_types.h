@@ -1,10 +1,10 @@
 /*
- * The lease rules (rrl_lease.h) on a request's call limits
- * (rrl_call_args.h), and a lease's renewal: a call of its own on the
- * worker's engine, in the background.
+ * The lease rules on a request's call limits (rrl_call_args_types.h), and
+ * a lease's renewal: a call of its own on the worker's engine, in the
+ * background.
  *
  * The types and constants, shared by the core (C++) and the shim (C): the
- * functions are the C API's, api/rrl_lease_call.h.
+ * rules are lease/lease_call.hpp's, their C API api/rrl_lease_call.h.
  */
 
 #ifndef RRL_LEASE_CALL_TYPES_H
@@ -32,7 +32,7 @@ extern "C" {
 
 /*
  * What a renewal brings: key is the Redis key; how and result as
- * rrl_lease_call_learn() takes them; limit's lease_granted and
+ * rrl::lease_call_learn() takes them; limit's lease_granted and
  * lease_ttl_us decoded.
  */
 typedef void (*rrl_lease_learned_pt)(void *arg, const char *key,

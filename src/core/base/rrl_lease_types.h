@@ -3,14 +3,14 @@
  * lease, units taken from the key's Redis state at once; requests consume
  * them here without Redis, one worker renews in the background, and the
  * units left of an ended lease are given back where exact. The sizing and
- * renewal rules are lease.hpp's.
+ * renewal rules are lease/lease.hpp's.
  *
  * All *_us times are the shim's monotonic clock, except taken_at_us
  * (Redis's time) and wall_us (the wall clock, us since the epoch: Redis's
  * windows are aligned on it).
  *
  * The types and constants, shared by the core (C++) and the shim (C): the
- * functions are the C API's, api/rrl_lease.h.
+ * rules are lease/lease.hpp's, their C API api/rrl_lease_call.h.
  */
 
 #ifndef RRL_LEASE_TYPES_H

@@ -5,7 +5,7 @@
  * own on the worker's engine, in the background, in the turn's batches.
  *
  * The types and constants, shared by the core (C++) and the shim (C): the
- * functions are the C API's, api/rrl_settle.h.
+ * rules are lease/settle.hpp's, their C API api/rrl_settle.h.
  */
 
 #ifndef RRL_SETTLE_TYPES_H
@@ -29,14 +29,8 @@ extern "C" {
 #define RRL_SETTLE_NONE    (-1)  /* not settled: Redis or a lease took none */
 #define RRL_SETTLE_SEND     2    /* A != E: to the key's lease, else Redis */
 
-/*
- * settle=VALUE evaluated: RRL_OK and *actual when text is a whole number
- * of decimal digits alone (no sign, blank or fraction) of at most
- * RRL_SETTLE_MAX; RRL_SETTLE_OVER when it is such a number over it;
- * RRL_ERROR when it is empty or not such a number.
- */
+/* the largest settle=VALUE (rrl::settle_value()) */
 #define RRL_SETTLE_MAX   1000000000000ULL
-#define RRL_SETTLE_OVER  (-2)
 
 /*
  * What a settlement brought: results NULL when the call failed or was not

@@ -185,7 +185,8 @@ typedef struct {
 
 /*
  * redis_ratelimit_leases_total's events, by RRL_LEASE_TAKEN, _RENEWED,
- * _GIVEN_BACK, _REFUSED (rrl_lease.h): taken, renewed, given_back, refused;
+ * _GIVEN_BACK, _REFUSED (rrl_lease_types.h): taken, renewed, given_back,
+ * refused;
  * redis_ratelimit_lease_requests_total's from, by RRL_LEASE_FROM_LEASE,
  * _FROM_REDIS: lease, redis
  */

@@ -28,9 +28,13 @@ namespace rrl {
 // may hold (outside printable ASCII).
 std::optional<std::string> sf_string(std::string_view s);
 
+// RateLimit-Policy: one item per limit, "<zone>";q=<N>;w=<seconds>;
+// nullopt when a zone's name is no sf-string.
 std::optional<std::string> ratelimit_policy(const rrl_policy_t* policies,
                                             std::size_t n);
 
+// RateLimit: "<zone>";r=<remaining>;t=<reset_after> of the reported limit;
+// nullopt when the zone's name is no sf-string.
 std::optional<std::string> ratelimit(std::string_view zone,
                                      std::int64_t remaining,
                                      std::int64_t reset_after);

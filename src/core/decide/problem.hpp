@@ -17,6 +17,8 @@ namespace rrl {
 
 std::string json_string(std::string_view s);
 
+// The body of a rejection of this status, naming zones: those of the
+// limits that rejected (shown_problem()).
 std::string problem_json(unsigned status,
                          const std::vector<std::string_view>& zones);
 

@@ -290,7 +290,7 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     }
 
     // the decoded remaining counts this grant's extra units as this
-    // server's (rrl_call_reply_decode()); known counts every unit it holds
+    // server's (call_reply_decode()); known counts every unit it holds
     std::uint64_t remaining =
         result.remaining > 0 ? static_cast<std::uint64_t>(result.remaining) : 0;
     remaining -= std::min(remaining, extra);

@@ -1,6 +1,14 @@
-// The lease table's rules (rrl_lease.h): when a request is decided from its
-// keys' leases, how many units a call to Redis asks for, what a reply puts
-// into an entry, and when a worker renews a lease in the background.
+// The lease table's rules (lease=P%): each nginx server holds per key a
+// lease, units taken from the key's Redis state at once; requests consume
+// them here without Redis, one worker renews in the background, and the
+// units left of an ended lease are given back where exact. Here: when a
+// request is decided from its keys' leases, how many units a call to Redis
+// asks for, what a reply puts into an entry, and when a worker renews a
+// lease in the background (on a request's call limits: lease_call.hpp).
+//
+// All *_us times are the shim's monotonic clock, except taken_at_us
+// (Redis's time) and wall_us (the wall clock, us since the epoch: Redis's
+// windows are aligned on it).
 //
 // Demand. An entry counts the units asked for its key (a request's cost,
 // whether decided from the lease or sent to Redis; a renewal asks nothing)
@@ -80,12 +88,25 @@ std::uint64_t lease_capacity(const rrl_lease_limit_t& limit);
 std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
                          std::int64_t wall_us);
 
-// See rrl_lease_decide().
+// Decides a request of n limits at now_us from its keys' entries
+// (entries[i] nullptr or an entry of the table): 1 when every limit's entry
+// is usable (the same zone's numbers, now_us < lease_end_us, units >=
+// cost): consumes each limit's cost (units -= cost, used += cost), counts
+// the demand, and writes each limit's result into results[i] (passed,
+// known - used (>= 0, at most what a pass leaves), the time until
+// reset_end_us, no retry); renew[i] = 1 for each limit to renew now (its
+// renewing_until_us set to now_us + renew_timeout_us), else 0. 0: not
+// decided, nothing changed.
 int lease_decide(const rrl_lease_limit_t* limits,
                  rrl_lease_entry_t* const* entries, std::size_t n,
                  std::int64_t now_us, std::int64_t renew_timeout_us,
                  rrl_limit_result_t* results, int* renew);
 
+// For a call to Redis of a limit (cost 0: a renewal): counts the demand,
+// *want = cost + the lease's size; *back and *back_at: the units left of an
+// ended lease and Redis's time it was taken (0 and 0 for none, and always
+// for fixed_window, whose window has moved on), then the entry's units are
+// 0. entry nullptr: a key never seen (size 1, nothing back).
 void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 std::int64_t now_us, std::int64_t wall_us, std::uint64_t* want,
                 std::uint64_t* back, std::int64_t* back_at);
@@ -103,6 +124,11 @@ void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                        std::uint64_t back, std::int64_t back_at,
                        std::int64_t now_us);
 
+// After a reply that passed the limit with granted units G and the lease's
+// lifetime ttl_us (from redis_now_us, Redis's time; the call was sent at
+// sent_us): puts G - cost into the entry, a new lease (RRL_LEASE_TAKEN) or
+// added to the one alive (RRL_LEASE_RENEWED), and what the reply showed;
+// RRL_LEASE_REFUSED for a reply that did not pass. Returns the event.
 // owner: the call's grant is the one in flight for the key, which owes the
 // entry's debt (lease_settle()); another call's grant owes nothing.
 int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
@@ -110,6 +136,7 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 std::int64_t ttl_us, std::int64_t redis_now_us,
                 std::int64_t sent_us, std::int64_t now_us, bool owner = true);
 
+// A renewal failed or was refused: none in flight any more, nor its debt.
 void lease_renewal_failed(rrl_lease_entry_t* entry);
 
 // Settlement (settle=VALUE) of a limit of cost E, actual cost A, in the

@@ -1,10 +1,12 @@
 #include "lease/settle.hpp"
 
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
+#include "base/guard.hpp"
 #include "base/rrl_decision_types.h"
-#include "base/rrl_settle_types.h"
+#include "script/call_reply.hpp"
 
 namespace rrl {
 
@@ -12,6 +14,9 @@ namespace {
 
 constexpr std::size_t number_max =
     std::numeric_limits<std::uint64_t>::digits10 + 1;
+
+constexpr char kBadReply[] = "an unexpected reply";
+constexpr char kFailed[] = "Redis failed it";
 
 }  // namespace
 
@@ -34,6 +39,12 @@ bool settle_value_over(std::string_view text) {
         if (c < '0' || c > '9') return false;
     }
     return !settle_value(text);
+}
+
+std::string_view settle_why(std::string_view text) {
+    if (settle_value(text)) return "";
+    return settle_value_over(text) ? "over the maximum of 1000000000000"
+                                   : "not a number";
 }
 
 int settle_plan(unsigned status, bool leased, std::int64_t redis_now_us,
@@ -94,10 +105,91 @@ std::size_t settle_args_size(const CallLimit* limits, std::size_t n) {
            5 * (number_max + 1) * n;
 }
 
-CallArgs settle_args(std::string_view sha1,
-                                          const CallLimit* limits,
-                                          std::size_t n, std::string& out) {
+CallArgs settle_args(std::string_view sha1, const CallLimit* limits,
+                     std::size_t n, std::string& out) {
     return form_args(sha1, kSettleForm, settle_cost, limits, n, out);
+}
+
+bool Settlement::start(engine::Engine* engine, std::string_view sha,
+                       const rrl_call_limit_t* limits, const void* const* zones,
+                       std::size_t n, std::int64_t sent_us,
+                       rrl_settled_pt settled, void* arg) {
+    bool told = false;
+    bool made = guarded("a settlement", false, [&] {
+        if (engine == nullptr || n == 0) return false;
+
+        std::unique_ptr<Settlement> s(new Settlement);
+        s->limits_.assign(limits, limits + n);
+        s->keys_.reserve(n);
+        for (rrl_call_limit_t& l : s->limits_) {
+            s->keys_.emplace_back(reinterpret_cast<const char*>(l.key),
+                                  l.key_len);
+            l.key =
+                reinterpret_cast<const unsigned char*>(s->keys_.back().data());
+        }
+        s->sent_ = sent_us;
+        s->settled_ = settled;
+        s->arg_ = arg;
+
+        CallLimits l;
+        if (!to_call_limits(s->limits_.data(), n, l)) return false;
+        for (const CallLimit& x : l) {
+            if (x.settle_at_us < 0) return false;
+        }
+        s->prepare(sha, kSettleForm, settle_cost, l.data(), zones, n,
+                   RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n);
+        s->results_.resize(n);
+
+        std::unique_ptr<BackgroundCall> call(std::move(s));
+        Settlement& st = static_cast<Settlement&>(*call);
+        if (send(call, *engine)) return true;
+        told = true;
+        st.not_made();
+        return false;
+    });
+
+    if (!made && !told) {
+        // bad input, or no memory: not made either
+        settled(arg, limits, n, nullptr, nullptr, 0, sent_us, nullptr, 0);
+    }
+    return made;
+}
+
+void Settlement::not_made() {
+    settled_(arg_, limits_.data(), limits_.size(), nullptr, nullptr, 0, sent_,
+             nullptr, 0);
+}
+
+void Settlement::done() {
+    std::size_t n = limits_.size();
+    const rrl_engine_result_t& r = result_;
+    rrl_decision_t decision{};
+    const char* error = r.error;
+    std::size_t error_len = r.error_len;
+
+    if (r.rc == RRL_OK && r.nvalues > 0 && values_[0] == -1) {
+        // a batch's entry Redis failed (a key of another type)
+        error = kFailed;
+        error_len = sizeof(kFailed) - 1;
+    } else if (r.rc == RRL_OK) {
+        if (guarded("a settlement's reply", false, [&] {
+                return call_reply_decode(values_.data(), r.nvalues,
+                                         limits_.data(), n, results_.data(),
+                                         &decision);
+            })) {
+            settled_(arg_, limits_.data(), n, results_.data(), &decision,
+                     values_[1], sent_, nullptr, 0);
+            return;
+        }
+        error = kBadReply;
+        error_len = sizeof(kBadReply) - 1;
+    }
+    if (error_len == 0) {
+        error = kFailed;
+        error_len = sizeof(kFailed) - 1;
+    }
+    settled_(arg_, limits_.data(), n, nullptr, nullptr, 0, sent_, error,
+             error_len);
 }
 
 }  // namespace rrl

@@ -1,5 +1,7 @@
 #include "local/deny_cache.hpp"
 
+#include <cstring>
+
 #include "script/algorithm.hpp"
 #include "local/deny_entry.hpp"
 #include "base/rrl_deny_cache_types.h"
@@ -53,6 +55,18 @@ std::uint32_t deny_redis(std::uint32_t tag, const void* field,
 
     tag = crc32(tag, size, sizeof(size));
     return crc32(tag, static_cast<const unsigned char*>(field), len);
+}
+
+std::uint32_t deny_redis_of(const rrl_engine_conf_t& e,
+                            const rrl_engine_addr_t* addrs,
+                            std::size_t naddrs) {
+    std::uint32_t tag = deny_redis(0, &e.mode, sizeof(e.mode));
+    tag = deny_redis(tag, &e.db, sizeof(e.db));
+    tag = deny_redis(tag, e.sentinel_name, e.sentinel_name_len);
+    for (std::size_t i = 0; i < naddrs; i++) {
+        tag = deny_redis(tag, addrs[i].name, std::strlen(addrs[i].name));
+    }
+    return tag;
 }
 
 int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,

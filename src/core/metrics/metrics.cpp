@@ -30,7 +30,7 @@ constexpr std::array<const char*, RRL_METRICS_ERR_KINDS> kErrorKinds = {
 constexpr std::array<const char*, RRL_METRICS_OVERRIDE_KINDS> kOverrideKinds = {
     "rate", "unlimited", "block", "invalid"};
 
-// a lease's event, by RRL_LEASE_* (rrl_lease.h)
+// a lease's event, by RRL_LEASE_* (rrl_lease_types.h)
 constexpr std::array<const char*, RRL_METRICS_LEASE_EVENTS> kLeaseEvents = {
     "taken", "renewed", "given_back", "refused"};
 

@@ -178,10 +178,9 @@ TEST(Decision, StatusText) {
                            "DELAYED_DRY_RUN",
                            ""};
     for (unsigned i = 0; i < 10; i++) {
-        size_t len;
-        const char* t = rrl_status_text(i, &len);
-        EXPECT_EQ(std::string(t, len), texts[i]) << i;
-        EXPECT_EQ(t[len], '\0');
+        std::string_view t = rrl::status_text(static_cast<rrl::Status>(i));
+        EXPECT_EQ(std::string(t), texts[i]) << i;
+        EXPECT_EQ(t.data()[t.size()], '\0');
     }
 }
 
@@ -306,8 +305,7 @@ TEST(DecisionCapi, Delayed) {
     ASSERT_EQ(rrl_decide(&s, RRL_OUTCOME_REPLY, 1, 300000, &v), RRL_OK);
     EXPECT_EQ(v.status, unsigned{RRL_STATUS_DELAYED_DRY_RUN});
     EXPECT_EQ(v.wait_ms, 0u);
-    size_t len;
-    EXPECT_STREQ(rrl_status_text(RRL_STATUS_DELAYED_DRY_RUN, &len),
+    EXPECT_STREQ(rrl::status_text(static_cast<rrl::Status>(v.status)).data(),
                  "DELAYED_DRY_RUN");
 }
 

@@ -1,5 +1,5 @@
 // The draft RateLimit and RateLimit-Policy values, the problem+json body of
-// a rejection, and the reset "t" against Retry-After, through the C API.
+// a rejection, and the reset "t" against Retry-After.
 #include "decide/fields.hpp"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "script/algorithm.hpp"
 #include "decide/problem.hpp"
-#include "api/rrl.h"
+#include "api/wrap/capi.hpp"
 
 namespace {
 
@@ -29,11 +29,7 @@ rrl_policy_t policy(const std::string& zone, int algorithm, std::uint64_t limit,
 }
 
 std::string policy_field(const std::vector<rrl_policy_t>& p) {
-    size_t len = rrl_ratelimit_policy(nullptr, 0, p.data(), p.size());
-    std::string out(len, '\0');
-    EXPECT_EQ(rrl_ratelimit_policy(out.data(), out.size(), p.data(), p.size()),
-              len);
-    return out;
+    return rrl::ratelimit_policy(p.data(), p.size()).value_or("");
 }
 
 // Decodes a script reply and formats RateLimit for its reported limit.
@@ -55,9 +51,8 @@ Shown shown(const std::vector<std::string>& zones,
                                results.data(), &s.decision),
               RRL_OK);
     const std::string& z = zones[s.decision.reported];
-    size_t len = rrl_ratelimit(nullptr, 0, z.data(), z.size(), &s.decision);
-    s.field.assign(len, '\0');
-    rrl_ratelimit(s.field.data(), len, z.data(), z.size(), &s.decision);
+    s.field = rrl::ratelimit(z, s.decision.remaining, s.decision.reset_after)
+                  .value_or("");
     return s;
 }
 
@@ -116,16 +111,16 @@ TEST(Fields, PolicyListsEveryLimitInOrder) {
 TEST(Fields, UnprintableZoneIsRefused) {
     std::string z = "a b\x01";
     rrl_policy_t p = policy(z, RRL_FIXED_WINDOW, 1, 1000);
-    EXPECT_EQ(rrl_ratelimit_policy(nullptr, 0, &p, 1), 0u);
+    EXPECT_FALSE(rrl::ratelimit_policy(&p, 1));
     rrl_decision_t d{};
-    EXPECT_EQ(rrl_ratelimit(nullptr, 0, z.data(), z.size(), &d), 0u);
+    EXPECT_FALSE(rrl::ratelimit(z, d.remaining, d.reset_after));
 }
 
 TEST(Fields, TooSmallBufferIsNotWritten) {
     std::string z = "zone";
     rrl_policy_t p = policy(z, RRL_FIXED_WINDOW, 1, 1000);
     char buf[8] = "xxxxxxx";
-    EXPECT_EQ(rrl_ratelimit_policy(buf, sizeof(buf), &p, 1),
+    EXPECT_EQ(rrl::capi::put(*rrl::ratelimit_policy(&p, 1), buf, sizeof(buf)),
               std::string("\"zone\";q=1;w=1").size());
     EXPECT_EQ(std::string(buf), "xxxxxxx");
 }
@@ -203,10 +198,12 @@ TEST(Problem, BodyNamesTheRejectingZones) {
                                    policy(c, RRL_TOKEN_BUCKET, 1, 1000)};
     std::vector<rrl_limit_result_t> r = {
         {0, 0, 1, 1}, {1, 3, 1, 0}, {0, 0, 1, 1}};
-    size_t len = rrl_problem_json(nullptr, 0, 429, p.data(), r.data(), 3);
-    std::string body(len, '\0');
-    rrl_problem_json(body.data(), len, 429, p.data(), r.data(), 3);
-    EXPECT_EQ(body,
+    // the zones of the limits that rejected, as shown_problem() picks them
+    std::vector<std::string_view> zones;
+    for (size_t i = 0; i < r.size(); i++) {
+        if (!r[i].passed) zones.emplace_back(p[i].zone, p[i].zone_len);
+    }
+    EXPECT_EQ(rrl::problem_json(429, zones),
               "{\"type\":\"https://iana.org/assignments/http-problem-types"
               "#quota-exceeded\",\"title\":\"Request cannot be satisfied as "
               "assigned quota has been exceeded\",\"status\":429,"

@@ -1,5 +1,7 @@
-// The lease rules on a request's call limits (rrl_lease_call.h): what is
+// The lease rules on a request's call limits (lease_call.hpp): what is
 // decided from leases, what a call to Redis asks for, and Redis's answers.
+#include "lease/lease_call.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,8 +9,6 @@
 #include <vector>
 
 #include "tests/support/call_limit.hpp"
-#include "api/rrl_lease_call.h"
-#include "api/rrl_settle.h"
 
 namespace {
 
@@ -52,9 +52,9 @@ Check check(std::vector<rrl_call_limit_t>& l,
             std::vector<rrl_lease_entry_t*> entries, int ask = 0) {
     Check c{0, std::vector<rrl_limit_result_t>(l.size(), {-7, -7, -7, -7}),
             {}, std::vector<std::uint64_t>(l.size(), 99)};
-    c.rc = rrl_lease_call_check(l.data(), entries.data(), l.size(), ask, kNow,
-                                kWall, kTimeout, c.results.data(),
-                                &c.decision, c.renew.data());
+    c.rc = rrl::lease_call_check(l.data(), entries.data(), l.size(), ask != 0,
+                                 kNow, kWall, kTimeout, c.results.data(),
+                                 &c.decision, c.renew.data());
     return c;
 }
 
@@ -232,8 +232,8 @@ TEST(LeaseCallLearn, AGrantEndsTheOneInFlight) {
     rrl_lease_entry_t e = alive(l, 0);
     e.renewing_until_us = kNow + kTimeout;
     rrl_limit_result_t r{1, 104, 900 * kMs, 0};
-    EXPECT_EQ(rrl_lease_call_learn(&l, &r, RRL_LEASE_CALL_PASSED, &e, kWall,
-                                   kNow, kNow),
+    EXPECT_EQ(rrl::lease_call_learn(l, &r, RRL_LEASE_CALL_PASSED, &e, kWall,
+                                    kNow, kNow),
               RRL_LEASE_RENEWED);
     EXPECT_EQ(e.units, 4u);
     EXPECT_EQ(e.renewing_until_us, 0);
@@ -245,15 +245,15 @@ TEST(LeaseCallLearn, ARefusalAndAFailure) {
     rrl_lease_entry_t e = alive(l, 3);
     e.renewing_until_us = kNow + kTimeout;
     rrl_limit_result_t r{0, 0, 900 * kMs, 100 * kMs};
-    EXPECT_EQ(rrl_lease_call_learn(&l, &r, RRL_LEASE_CALL_REJECTED, &e, kWall,
-                                   kNow, kNow),
+    EXPECT_EQ(rrl::lease_call_learn(l, &r, RRL_LEASE_CALL_REJECTED, &e, kWall,
+                                    kNow, kNow),
               RRL_LEASE_REFUSED);
     EXPECT_EQ(e.renewing_until_us, 0);
     EXPECT_EQ(e.units, 3u);
 
     e.renewing_until_us = kNow + kTimeout;
-    EXPECT_EQ(rrl_lease_call_learn(&l, nullptr, RRL_LEASE_CALL_FAILED, &e, 0,
-                                   kNow, kNow),
+    EXPECT_EQ(rrl::lease_call_learn(l, nullptr, RRL_LEASE_CALL_FAILED, &e, 0,
+                                    kNow, kNow),
               -1);
     EXPECT_EQ(e.renewing_until_us, 0);
 }
@@ -271,8 +271,8 @@ TEST(LeaseCallLearn, ARequestAnotherLimitRejectedEndsItsGrant) {
     e.owed = 4;
     rrl_lease_entry_t before = e;
     rrl_limit_result_t r{1, 500, 900 * kMs, 0};
-    EXPECT_EQ(rrl_lease_call_learn(&l, &r, RRL_LEASE_CALL_REJECTED, &e, kWall,
-                                   kNow, kNow),
+    EXPECT_EQ(rrl::lease_call_learn(l, &r, RRL_LEASE_CALL_REJECTED, &e, kWall,
+                                    kNow, kNow),
               -1);
     EXPECT_EQ(e.renewing_until_us, 0);
     EXPECT_EQ(e.owed, 0u);
@@ -297,7 +297,7 @@ TEST(LeaseCallLearn, ACallForItsCostAloneLeavesTheGrantInFlight) {
             rrl_lease_entry_t e = alive(l, 5);
             e.renewing_until_us = kNow + kTimeout;
             e.owed = 3;
-            rrl_lease_call_learn(&l, r, how, &e, kWall, kNow, kNow);
+            rrl::lease_call_learn(l, r, how, &e, kWall, kNow, kNow);
             EXPECT_EQ(e.renewing_until_us, kNow + kTimeout) << how;
             EXPECT_EQ(e.owed, 3u) << how;
             EXPECT_EQ(e.units, 5u) << how;
@@ -319,13 +319,13 @@ TEST(LeaseCallLearn, AGrantWhoseEntryWasDroppedKeepsNoExtraUnits) {
     l[0].lease_ttl_us = 400 * kMs;
     rrl_limit_result_t r{1, 100, 900 * kMs, 0};
     rrl_lease_entry_t kept = fresh;
-    rrl_lease_call_learn(&l[0], &r, RRL_LEASE_CALL_PASSED, &kept, kWall, kNow,
-                         kNow);
+    rrl::lease_call_learn(l[0], &r, RRL_LEASE_CALL_PASSED, &kept, kWall, kNow,
+                          kNow);
     EXPECT_EQ(kept.units, 1u);
 
     rrl_lease_entry_t dropped{};  // made anew when the grant landed
-    rrl_lease_call_learn(&l[0], &r, RRL_LEASE_CALL_PASSED, &dropped, kWall,
-                         kNow, kNow);
+    rrl::lease_call_learn(l[0], &r, RRL_LEASE_CALL_PASSED, &dropped, kWall,
+                          kNow, kNow);
     EXPECT_EQ(dropped.units, 0u);
     EXPECT_EQ(dropped.renewing_until_us, 0);
 }
@@ -343,8 +343,8 @@ TEST(LeaseCallLearn, ACallNeverSentGivesTheUnitsBackToTheEntry) {
     ASSERT_EQ(e.renewing_until_us, kNow + kTimeout);
 
     rrl_lease_entry_t failed = e;
-    EXPECT_EQ(rrl_lease_call_learn(&l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e, 0,
-                                   kNow, kNow),
+    EXPECT_EQ(rrl::lease_call_learn(l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e, 0,
+                                    kNow, kNow),
               -1);
     EXPECT_EQ(e.units, 4u);
     EXPECT_EQ(e.renewing_until_us, 0);
@@ -352,23 +352,29 @@ TEST(LeaseCallLearn, ACallNeverSentGivesTheUnitsBackToTheEntry) {
     ASSERT_EQ(check(l, {&e}, 1).rc, RRL_LEASE_ASK);
     EXPECT_EQ(l[0].lease_back, 4u);
 
-    rrl_lease_call_learn(&l[0], nullptr, RRL_LEASE_CALL_FAILED, &failed, 0,
-                         kNow, kNow);
+    rrl::lease_call_learn(l[0], nullptr, RRL_LEASE_CALL_FAILED, &failed, 0,
+                          kNow, kNow);
     EXPECT_EQ(failed.units, 0u);
     EXPECT_EQ(failed.renewing_until_us, 0);
 
     // another lease since: its units are not these
     e.units = 0;
     e.taken_at_us = kWall;
-    rrl_lease_call_learn(&l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e, 0, kNow,
-                         kNow);
+    rrl::lease_call_learn(l[0], nullptr, RRL_LEASE_CALL_UNSENT, &e, 0, kNow,
+                          kNow);
     EXPECT_EQ(e.units, 0u);
 }
 
-// rrl_lease_settle(): a refund goes back into the lease that decided the
+// lease_call_settle(): a refund goes back into the lease that decided the
 // limit while it is alive; a charge takes what any lease of the key alive
 // holds, the rest to Redis.
 namespace {
+
+// 1: settled in the entry, 0: the rest to Redis
+int settle(rrl_lease_entry_t* entry, rrl_call_limit_t& limit,
+           std::int64_t now_us) {
+    return rrl::lease_call_settle(entry, limit, now_us) ? 1 : 0;
+}
 
 rrl_call_limit_t settling(std::uint64_t e, std::uint64_t a) {
     rrl_call_limit_t l = lease_limit(e);
@@ -389,12 +395,12 @@ rrl_lease_entry_t taken(const rrl_call_limit_t& l, std::uint64_t units) {
 TEST(LeaseSettle, ARefundGoesBackIntoTheLease) {
     rrl_call_limit_t l = settling(100, 30);
     rrl_lease_entry_t e = taken(l, 5);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(settle(&e, l, kNow), 1);
     EXPECT_EQ(e.units, 75u);
     EXPECT_EQ(e.used, 80u);
     // used never below 0
     e.used = 10;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(settle(&e, l, kNow), 1);
     EXPECT_EQ(e.units, 145u);
     EXPECT_EQ(e.used, 0u);
 }
@@ -402,24 +408,24 @@ TEST(LeaseSettle, ARefundGoesBackIntoTheLease) {
 TEST(LeaseSettle, AChargeTakesWhatTheLeaseHolds) {
     rrl_call_limit_t l = settling(10, 50);
     rrl_lease_entry_t e = taken(l, 40);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(settle(&e, l, kNow), 1);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(e.used, 190u);
     EXPECT_EQ(l.settle_actual, 10u);  // all of D taken: A == E
     // not enough left: what it holds, the rest (D - k) to Redis
     l = settling(10, 50);
     e.units = 39;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(e.used, 229u);
     EXPECT_EQ(l.settle_actual, 11u);
     // none left: nothing changed
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
     EXPECT_EQ(l.settle_actual, 11u);
     EXPECT_EQ(e.used, 229u);
     // nothing to settle: settled
     rrl_call_limit_t same = settling(10, 10);
-    EXPECT_EQ(rrl_lease_settle(&e, &same, kNow), 1);
+    EXPECT_EQ(settle(&e, same, kNow), 1);
     EXPECT_EQ(e.units, 0u);
 }
 
@@ -429,14 +435,14 @@ TEST(LeaseSettle, AChargeTakesFromAnyLeaseAlive) {
     rrl_call_limit_t l = settling(100, 130);
     rrl_lease_entry_t e = taken(l, 120);
     e.taken_at_us = kWall;  // another lease than the charge's
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 1);
+    EXPECT_EQ(settle(&e, l, kNow), 1);
     EXPECT_EQ(e.units, 90u);
     EXPECT_EQ(e.used, 180u);
     // but not an ended one, nor another zone's
     l = settling(100, 130);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us), 0);
+    EXPECT_EQ(settle(&e, l, e.lease_end_us), 0);
     e.limit = 999;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
     EXPECT_EQ(e.units, 90u);
     EXPECT_EQ(l.settle_actual, 130u);
 }
@@ -449,7 +455,7 @@ TEST(LeaseSettle, AGrantInFlightOwesTheDebtSentToRedis) {
     rrl_call_limit_t l = settling(100, 130);
     rrl_lease_entry_t e = taken(l, 10);
     e.renewing_until_us = kNow + 1000;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(l.settle_actual, 120u);  // 20 to Redis
     EXPECT_EQ(e.owed, 20u);
@@ -461,25 +467,25 @@ TEST(LeaseSettle, AGrantInFlightOwesTheDebtSentToRedis) {
     renewal.lease_granted = 50;
     renewal.lease_ttl_us = 1000000;
     rrl_limit_result_t passed{1, 500, 1000, 0};
-    rrl_lease_call_learn(&renewal, &passed, RRL_LEASE_CALL_PASSED, &e, kWall,
-                         kNow, kNow + 10);
+    rrl::lease_call_learn(renewal, &passed, RRL_LEASE_CALL_PASSED, &e, kWall,
+                          kNow, kNow + 10);
     EXPECT_EQ(e.units, 30u);
     EXPECT_EQ(e.owed, 0u);
 
     // nothing in flight: nothing owed, the rest to Redis alone
     l = settling(100, 200);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow + 20), 0);
+    EXPECT_EQ(settle(&e, l, kNow + 20), 0);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(e.owed, 0u);
 
     // a refusal or a failure of the grant in flight: nothing to take
     e.renewing_until_us = kNow + 1000;
     l = settling(100, 110);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow + 30), 0);
+    EXPECT_EQ(settle(&e, l, kNow + 30), 0);
     EXPECT_EQ(e.owed, 10u);
     rrl_limit_result_t refused{0, 0, 1000, 1000};
-    rrl_lease_call_learn(&renewal, &refused, RRL_LEASE_CALL_REJECTED, &e, kWall,
-                         kNow, kNow + 40);
+    rrl::lease_call_learn(renewal, &refused, RRL_LEASE_CALL_REJECTED, &e, kWall,
+                          kNow, kNow + 40);
     EXPECT_EQ(e.owed, 0u);
 }
 
@@ -490,16 +496,16 @@ TEST(LeaseSettle, OnlyInTheSameLeaseAlive) {
 
     // another lease since (taken at another time)
     e.taken_at_us = kWall;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
     // ended
     e = before;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us), 0);
+    EXPECT_EQ(settle(&e, l, e.lease_end_us), 0);
     // another zone's numbers (a reload)
     e.limit = 999;
-    EXPECT_EQ(rrl_lease_settle(&e, &l, kNow), 0);
-    EXPECT_EQ(rrl_lease_settle(nullptr, &l, kNow), 0);
+    EXPECT_EQ(settle(&e, l, kNow), 0);
+    EXPECT_EQ(settle(nullptr, l, kNow), 0);
     e.limit = before.limit;
     EXPECT_EQ(e.units, before.units);
     EXPECT_EQ(e.used, before.used);
-    EXPECT_EQ(rrl_lease_settle(&e, &l, e.lease_end_us - 1), 1);
+    EXPECT_EQ(settle(&e, l, e.lease_end_us - 1), 1);
 }

@@ -1,4 +1,4 @@
-// rrl_lease.h: the lease table's rules. A request is decided from its keys'
+// lease.hpp: the lease table's rules. A request is decided from its keys'
 // leases only when every one is usable, all or nothing; a call to Redis asks
 // for the cost and a lease sized on the key's recent rate, and gives back
 // what an ended lease left where that is exact; a reply's grant makes a new
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "script/algorithm.hpp"
-#include "api/rrl.h"
-#include "api/rrl_lease.h"
+#include "base/rrl_call_args_types.h"
+#include "base/rrl_lease_types.h"
 
 namespace {
 
@@ -83,7 +83,7 @@ struct Want {
 Want want_of(const rrl_lease_limit_t& l, rrl_lease_entry_t* e,
              std::int64_t now_us = kNow, std::int64_t wall_us = kWall) {
     Want w{99, 99, 99};
-    rrl_lease_want(&l, e, now_us, wall_us, &w.want, &w.back, &w.back_at);
+    rrl::lease_want(l, e, now_us, wall_us, &w.want, &w.back, &w.back_at);
     return w;
 }
 
@@ -107,8 +107,8 @@ TEST(LeaseDecide, ConsumesTheCostAndAnswersAsTheScript) {
     rrl_limit_result_t results[1];
     int renew[1] = {7};
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 100 * kMs,
-                               kRenewTimeout, results, renew),
+    ASSERT_EQ(rrl::lease_decide(&l, entries, 1, kNow + 100 * kMs, kRenewTimeout,
+                                results, renew),
               1);
     EXPECT_EQ(e.units, 47u);
     EXPECT_EQ(e.used, 13u);
@@ -130,9 +130,9 @@ TEST(LeaseDecide, ShownRemainingAndResetNeverBelowZero) {
     rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
-                               results, renew),
-              1);
+    ASSERT_EQ(
+        rrl::lease_decide(&l, entries, 1, kNow, kRenewTimeout, results, renew),
+        1);
     EXPECT_EQ(results[0].remaining, 0);
     EXPECT_EQ(results[0].reset_after_us, 0);
 }
@@ -146,9 +146,9 @@ TEST(LeaseDecide, ShownRemainingNeverAboveWhatAPassLeaves) {
     rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
-                               results, renew),
-              1);
+    ASSERT_EQ(
+        rrl::lease_decide(&l, entries, 1, kNow, kRenewTimeout, results, renew),
+        1);
     EXPECT_EQ(results[0].remaining, 995);
 }
 
@@ -161,16 +161,16 @@ TEST(LeaseDecide, TwoLimitsOneShortConsumesNothing) {
     rrl_limit_result_t results[2];
     int renew[2];
 
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
-                               results, renew),
+    EXPECT_EQ(rrl::lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                                results, renew),
               0);
     EXPECT_TRUE(same_bytes(a, a0));
     EXPECT_TRUE(same_bytes(b, b0));
 
     // with enough on both, both are consumed, each in its own part
     b.units = 2;
-    ASSERT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
-                               results, renew),
+    ASSERT_EQ(rrl::lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                                results, renew),
               1);
     EXPECT_EQ(a.units, 8u);
     EXPECT_EQ(b.units, 0u);
@@ -185,13 +185,13 @@ TEST(LeaseDecide, AZoneTwiceOnOneKeyNeedsBothCosts) {
     rrl_limit_result_t results[2];
     int renew[2];
 
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
-                               results, renew),
+    EXPECT_EQ(rrl::lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                                results, renew),
               0);
     EXPECT_EQ(e.units, 3u);
     e.units = 4;
-    EXPECT_EQ(rrl_lease_decide(limits, entries, 2, kNow, kRenewTimeout,
-                               results, renew),
+    EXPECT_EQ(rrl::lease_decide(limits, entries, 2, kNow, kRenewTimeout,
+                                results, renew),
               1);
     EXPECT_EQ(e.units, 0u);
 }
@@ -204,12 +204,12 @@ TEST(LeaseDecide, AnEndedLeaseIsNotUsable) {
     rrl_limit_result_t results[1];
     int renew[1];
 
-    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us,
-                               kRenewTimeout, results, renew),
+    EXPECT_EQ(rrl::lease_decide(&l, entries, 1, e.lease_end_us, kRenewTimeout,
+                                results, renew),
               0);
     EXPECT_TRUE(same_bytes(e, e0));
-    EXPECT_EQ(rrl_lease_decide(&l, entries, 1, e.lease_end_us - 1,
-                               kRenewTimeout, results, renew),
+    EXPECT_EQ(rrl::lease_decide(&l, entries, 1, e.lease_end_us - 1,
+                                kRenewTimeout, results, renew),
               1);
 }
 
@@ -226,17 +226,16 @@ TEST(LeaseDecide, AnotherZonesEntryOrNoneIsNotUsable) {
         if (field == 3) e.algorithm = RRL_FIXED_WINDOW;
         rrl_lease_entry_t e0 = e;
         rrl_lease_entry_t* entries[] = {&e};
-        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
-                                   results, renew),
+        EXPECT_EQ(rrl::lease_decide(&l, entries, 1, kNow, kRenewTimeout,
+                                    results, renew),
                   0)
             << field;
         EXPECT_TRUE(same_bytes(e, e0));
     }
 
     rrl_lease_entry_t* none[] = {nullptr};
-    EXPECT_EQ(rrl_lease_decide(&l, none, 1, kNow, kRenewTimeout, results,
-                               renew),
-              0);
+    EXPECT_EQ(
+        rrl::lease_decide(&l, none, 1, kNow, kRenewTimeout, results, renew), 0);
 }
 
 // The renewal's conditions: low water, demand before the end, none in flight.
@@ -250,8 +249,8 @@ class LeaseRenew : public ::testing::Test {
         rrl_lease_entry_t* entries[] = {&e};
         rrl_limit_result_t results[1];
         int renew[1] = {7};
-        EXPECT_EQ(rrl_lease_decide(&l, entries, 1, now_us, kRenewTimeout,
-                                   results, renew),
+        EXPECT_EQ(rrl::lease_decide(&l, entries, 1, now_us, kRenewTimeout,
+                                    results, renew),
                   1);
         return renew[0];
     }
@@ -479,8 +478,8 @@ TEST(LeaseLearn, ANewLease) {
     rrl_limit_result_t r = passed(420, 900 * kMs);
     std::int64_t sent = kNow - 1 * kMs;
 
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 23, 600 * kMs, kWall + 400 * kMs,
-                              sent, kNow),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 23, 600 * kMs, kWall + 400 * kMs, sent,
+                               kNow),
               RRL_LEASE_TAKEN);
     EXPECT_EQ(e.units, 20u);
     EXPECT_EQ(e.lease_end_us, sent + 600 * kMs - RRL_LEASE_MARGIN_US);
@@ -501,7 +500,7 @@ TEST(LeaseLearn, AfterAnEndedLeaseANewOne) {
     rrl_limit_result_t r = passed(10, 900 * kMs);
     std::int64_t now = e.lease_end_us;
 
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 5, 100 * kMs, kWall, now - 10, now),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 5, 100 * kMs, kWall, now - 10, now),
               RRL_LEASE_TAKEN);
     EXPECT_EQ(e.units, 4u);
     EXPECT_EQ(e.lease_end_us, now - 10 + 100 * kMs - RRL_LEASE_MARGIN_US);
@@ -514,8 +513,8 @@ TEST(LeaseLearn, IntoALeaseAliveTheEarlierEnd) {
     rrl_limit_result_t r = passed(310, 400 * kMs);  // 300 + this grant's 10
     std::int64_t end = e.lease_end_us;
 
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 12, 800 * kMs, kWall + kSecond, kNow,
-                              kNow + kMs),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 12, 800 * kMs, kWall + kSecond, kNow,
+                               kNow + kMs),
               RRL_LEASE_RENEWED);
     EXPECT_EQ(e.units, 15u);
     EXPECT_EQ(e.lease_end_us, end);               // the earlier
@@ -525,8 +524,8 @@ TEST(LeaseLearn, IntoALeaseAliveTheEarlierEnd) {
     EXPECT_EQ(e.reset_end_us, kNow + kMs + 400 * kMs);
 
     r = passed(200, 400 * kMs);
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 2, 100 * kMs, kWall + kSecond, kNow,
-                              kNow + kMs),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 2, 100 * kMs, kWall + kSecond, kNow,
+                               kNow + kMs),
               RRL_LEASE_RENEWED);
     EXPECT_EQ(e.units, 15u);
     EXPECT_EQ(e.lease_end_us, kNow + 100 * kMs - RRL_LEASE_MARGIN_US);
@@ -539,7 +538,7 @@ TEST(LeaseLearn, ARenewalEndsTheOneInFlight) {
     rrl_limit_result_t r = passed(300, 400 * kMs);
 
     EXPECT_EQ(
-        rrl_lease_learn(&l, &e, &r, 30, 400 * kMs, kWall, kNow, kNow + kMs),
+        rrl::lease_learn(l, &e, r, 30, 400 * kMs, kWall, kNow, kNow + kMs),
         RRL_LEASE_RENEWED);
     EXPECT_EQ(e.units, 31u);
     EXPECT_EQ(e.renewing_until_us, 0);
@@ -547,9 +546,8 @@ TEST(LeaseLearn, ARenewalEndsTheOneInFlight) {
     // a request's grant leaves a renewal in flight as it is
     l.cost = 1;
     e.renewing_until_us = kNow + kRenewTimeout;
-    EXPECT_EQ(
-        rrl_lease_learn(&l, &e, &r, 3, 400 * kMs, kWall, kNow, kNow + kMs),
-        RRL_LEASE_RENEWED);
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 3, 400 * kMs, kWall, kNow, kNow + kMs),
+              RRL_LEASE_RENEWED);
     EXPECT_EQ(e.units, 33u);
     EXPECT_EQ(e.renewing_until_us, kNow + kRenewTimeout);
 }
@@ -561,7 +559,7 @@ TEST(LeaseLearn, AnotherZonesEntryStartsAgain) {
     e.seen_cur = 300;
     rrl_limit_result_t r = passed(302, 400 * kMs);
 
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 3, 400 * kMs, kWall, kNow, kNow),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 3, 400 * kMs, kWall, kNow, kNow),
               RRL_LEASE_TAKEN);
     EXPECT_EQ(e.units, 2u);
     EXPECT_EQ(e.period_ms, 1000u);
@@ -577,7 +575,7 @@ TEST(LeaseLearn, ARefusalChangesNothingButTheRenewal) {
     rrl_lease_entry_t e0 = e;
     e0.renewing_until_us = 0;
 
-    EXPECT_EQ(rrl_lease_learn(&l, &e, &r, 0, 0, kWall, kNow, kNow),
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 0, 0, kWall, kNow, kNow),
               RRL_LEASE_REFUSED);
     EXPECT_TRUE(same_bytes(e, e0));
 }
@@ -587,7 +585,7 @@ TEST(LeaseRenewal, FailedEndsTheOneInFlight) {
     e.renewing_until_us = kNow + kRenewTimeout;
     rrl_lease_entry_t e0 = e;
     e0.renewing_until_us = 0;
-    rrl_lease_renewal_failed(&e);
+    rrl::lease_renewal_failed(&e);
     EXPECT_TRUE(same_bytes(e, e0));
 }
 
@@ -642,12 +640,12 @@ TEST(LeaseDemand, DecidedRequestsCountAndKeepTheEntry) {
     rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs,
-                               kRenewTimeout, results, renew),
+    ASSERT_EQ(rrl::lease_decide(&l, entries, 1, kNow + 1200 * kMs,
+                                kRenewTimeout, results, renew),
               0);  // ended at kNow + 500 ms
     e.lease_end_us = kNow + 1300 * kMs;
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow + 1200 * kMs,
-                               kRenewTimeout, results, renew),
+    ASSERT_EQ(rrl::lease_decide(&l, entries, 1, kNow + 1200 * kMs,
+                                kRenewTimeout, results, renew),
               1);
     EXPECT_EQ(e.seen_cur, 2u);
     EXPECT_EQ(e.seen_since_us, kNow + kSecond);
@@ -667,9 +665,9 @@ TEST(LeaseDemand, HugeCountsSaturate) {
     rrl_limit_result_t results[1];
     int renew[1];
 
-    ASSERT_EQ(rrl_lease_decide(&l, entries, 1, kNow, kRenewTimeout,
-                               results, renew),
-              1);
+    ASSERT_EQ(
+        rrl::lease_decide(&l, entries, 1, kNow, kRenewTimeout, results, renew),
+        1);
     EXPECT_EQ(e.seen_cur, kMax);
     EXPECT_EQ(e.units, 0u);
     EXPECT_EQ(results[0].remaining, INT64_MAX);

@@ -1,17 +1,18 @@
-// Settlements (rrl_settle.h): the value's rule, the settle form's
-// arguments, and rrl_settle() on the engine: one call in the turn's
-// batches (with the checks of the same turn), settled() once on every path.
+// Settlements (settle.hpp): the value's rule, the settle form's arguments,
+// and Settlement::start() on the engine: one call in the turn's batches
+// (with the checks of the same turn), settled() once on every path.
 #include "lease/settle.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "api/wrap/capi.hpp"
 #include "tests/support/call_limit.hpp"
 #include "tests/engine/engine_fixture.hpp"
-#include "api/rrl_settle.h"
 
 namespace {
 
@@ -22,9 +23,11 @@ using rrl_test::TestCall;
 
 const std::string sha1(40, 'a');
 
-bool value(const std::string& text, uint64_t* a) {
-    return rrl_settle_value(reinterpret_cast<const unsigned char*>(text.data()),
-                            text.size(), a) == RRL_OK;
+// settle_value(), *a written only when it is one
+bool value(std::string_view text, uint64_t* a) {
+    auto v = rrl::settle_value(text);
+    if (v) *a = *v;
+    return v.has_value();
 }
 
 TEST(SettleValue, DigitsAlone) {
@@ -49,9 +52,10 @@ TEST(SettleValue, NothingElse) {
         EXPECT_FALSE(value(bad, &a)) << bad;
     }
     EXPECT_EQ(a, 99u);  // untouched
-    EXPECT_EQ(rrl_settle_value(nullptr, 0, &a), RRL_ERROR);
-    const unsigned char nul[] = {'1', '\0', '2'};
-    EXPECT_EQ(rrl_settle_value(nul, 3, &a), RRL_ERROR);
+    EXPECT_FALSE(value({}, &a));
+    const char nul[] = {'1', '\0', '2'};
+    EXPECT_FALSE(value({nul, 3}, &a));
+    EXPECT_EQ(a, 99u);
 }
 
 // A number over RRL_SETTLE_MAX is told apart from no number, for the log
@@ -60,24 +64,22 @@ TEST(SettleValue, OverTheMaximumIsToldApart) {
     uint64_t a = 99;
     for (const char* over : {"1000000000001", "18446744073709551616",
                              "99999999999999999999999", "0001000000000001"}) {
-        const auto* t = reinterpret_cast<const unsigned char*>(over);
-        EXPECT_EQ(rrl_settle_value(t, std::strlen(over), &a), RRL_SETTLE_OVER)
-            << over;
-        EXPECT_STREQ(rrl_settle_why(t, std::strlen(over)),
+        EXPECT_FALSE(value(over, &a)) << over;
+        EXPECT_TRUE(rrl::settle_value_over(over)) << over;
+        EXPECT_STREQ(rrl::settle_why(over).data(),
                      "over the maximum of 1000000000000");
     }
     for (const char* bad : {"", "-1", "1.5", "12a", "1e13", " 1000000000001"}) {
-        const auto* t = reinterpret_cast<const unsigned char*>(bad);
-        EXPECT_EQ(rrl_settle_value(t, std::strlen(bad), &a), RRL_ERROR) << bad;
-        EXPECT_STREQ(rrl_settle_why(t, std::strlen(bad)), "not a number");
+        EXPECT_FALSE(value(bad, &a)) << bad;
+        EXPECT_FALSE(rrl::settle_value_over(bad)) << bad;
+        EXPECT_STREQ(rrl::settle_why(bad).data(), "not a number");
     }
-    EXPECT_STREQ(rrl_settle_why(nullptr, 0), "not a number");
-    EXPECT_STREQ(
-        rrl_settle_why(reinterpret_cast<const unsigned char*>("42"), 2), "");
+    EXPECT_STREQ(rrl::settle_why({}).data(), "not a number");
+    EXPECT_STREQ(rrl::settle_why("42").data(), "");
     EXPECT_EQ(a, 99u);
 }
 
-// rrl_settle_plan(): which limits settle, A, T, and what each counts.
+// settle_plan(): which limits settle, A, T, and what each counts.
 rrl_call_limit_t charged(uint64_t e, const char* key = "k") {
     rrl_call_limit_t l =
         rrl_test::call_limit("z", RRL_FIXED_WINDOW, 5, 60000, 0);
@@ -91,9 +93,8 @@ int plan(unsigned status, int leased, const rrl_call_limit_t& c,
          const char* text, rrl_call_limit_t* out) {
     rrl_call_limit_t zone =
         rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
-    return rrl_settle_plan(status, leased, 5000, &zone, &c,
-                           reinterpret_cast<const unsigned char*>(text),
-                           text == nullptr ? 0 : std::strlen(text), out);
+    return rrl::settle_plan(status, leased != 0, 5000, zone, c,
+                            text == nullptr ? std::string_view{} : text, *out);
 }
 
 TEST(SettlePlan, SentWithTheZonesNumbersAndT) {
@@ -171,23 +172,28 @@ rrl_call_limit_t settling(const char* zone, int algorithm, uint64_t e,
     return l;
 }
 
+// settle_args() of limits, in settle_args_size()'s room; rc RRL_ERROR:
+// refused (a T below 0 throws)
 std::vector<std::string> build(const std::vector<rrl_call_limit_t>& limits,
                                int rc = RRL_OK) {
     size_t n = limits.size();
-    size_t size = rrl_settle_args_size(limits.data(), n);
-    std::string buf(size, '\0');
-    std::vector<const char*> argv(RRL_CALL_ARGC(n));
-    std::vector<size_t> argvlen(RRL_CALL_ARGC(n));
-
-    EXPECT_EQ(rrl_settle_args(buf.data(), size, sha1.data(), sha1.size(),
-                              limits.data(), n, argv.data(), argvlen.data()),
-              rc);
+    rrl::CallLimits l;
+    EXPECT_TRUE(rrl::to_call_limits(limits.data(), n, l));
+    size_t size = rrl::settle_args_size(l.data(), n);
+    std::string buf;
+    buf.reserve(size);
     std::vector<std::string> args;
-    if (rc != RRL_OK) return args;
-    for (size_t i = 0; i < argv.size(); i++) {
-        EXPECT_GE(argv[i], buf.data());
-        EXPECT_LE(argv[i] + argvlen[i], buf.data() + size);
-        args.emplace_back(argv[i], argvlen[i]);
+    if (rc != RRL_OK) {
+        EXPECT_THROW(rrl::settle_args(sha1, l.data(), n, buf),
+                     std::invalid_argument);
+        return args;
+    }
+    rrl::CallArgs a = rrl::settle_args(sha1, l.data(), n, buf);
+    EXPECT_LE(buf.size(), size);
+    for (std::string_view v : a) {
+        EXPECT_GE(v.data(), buf.data());
+        EXPECT_LE(v.data() + v.size(), buf.data() + buf.size());
+        args.emplace_back(v);
     }
     return args;
 }
@@ -258,8 +264,7 @@ TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
         rrl_test::call_limit("z", RRL_FIXED_WINDOW, 10, 1000, 0);
     zone.overrides = 1;
     ASSERT_EQ(
-        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
-                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        rrl::settle_plan(RRL_STATUS_PASSED, false, 5000, zone, c, "30", out),
         RRL_SETTLE_SEND);
     EXPECT_EQ(out.limit, 10u);  // the zone's: the batch names it
     EXPECT_EQ(out.settle_limit, 50u);
@@ -278,8 +283,7 @@ TEST(SettleArgs, AnOverridesLimitCarriesTheChargesLimit) {
     c.overrides = 0;
     zone.overrides = 0;
     ASSERT_EQ(
-        rrl_settle_plan(RRL_STATUS_PASSED, 0, 5000, &zone, &c,
-                        reinterpret_cast<const unsigned char*>("30"), 2, &out),
+        rrl::settle_plan(RRL_STATUS_PASSED, false, 5000, zone, c, "30", out),
         RRL_SETTLE_SEND);
     EXPECT_EQ(out.settle_limit, 0u);
     EXPECT_EQ(build({out})[RRL_CALL_ARG(1, 0, RRL_CALL_COST)], "100:30:5000");
@@ -290,15 +294,8 @@ TEST(SettleArgs, BadInput) {
     build({settling("A", RRL_FIXED_WINDOW, 1, 2, -1, "x")}, RRL_ERROR);
     rrl_call_limit_t bad = settling("A", RRL_FIXED_WINDOW, 1, 2, 0, "x");
     bad.algorithm = RRL_ALGORITHM_COUNT;
-    EXPECT_EQ(rrl_settle_args_size(&bad, 1), 0u);
-    // too small a buffer
-    rrl_call_limit_t l = settling("A", RRL_FIXED_WINDOW, 1, 2, 3, "x");
-    char buf[8];
-    const char* argv[RRL_CALL_ARGC(1)];
-    size_t argvlen[RRL_CALL_ARGC(1)];
-    EXPECT_EQ(rrl_settle_args(buf, sizeof(buf), sha1.data(), sha1.size(), &l, 1,
-                              argv, argvlen),
-              RRL_ERROR);
+    rrl::CallLimits l;
+    EXPECT_FALSE(rrl::to_call_limits(&bad, 1, l));
 }
 
 // What settled() was given, copied: it runs once.
@@ -346,12 +343,23 @@ class SettleEngine : public EngineTest {
             limits.push_back(l);
             zones.push_back(zone != nullptr ? zone : &zone_);
         }
-        int rc = rrl_settle(engine.get(), rrl_script_sha1(),
-                            std::strlen(rrl_script_sha1()), limits.data(),
-                            zones.data(), limits.size(), 42, Settled::fn, &s);
+        int rc =
+            settle_on(&rrl::capi::engine_of(engine.get()), rrl_script_sha1(),
+                      limits.data(), zones.data(), limits.size(), s);
         // the caller's copies go now: the settlement keeps its own
         for (std::string& k : keys_) k.assign(k.size(), '#');
         return rc;
+    }
+
+    // Settlement::start(), RRL_OK: made
+    static int settle_on(rrl::engine::Engine* e, std::string_view sha,
+                         const rrl_call_limit_t* limits,
+                         const void* const* zones, size_t n, Settled& s,
+                         int64_t sent = 42) {
+        return rrl::Settlement::start(e, sha, limits, zones, n, sent,
+                                      Settled::fn, &s)
+                   ? RRL_OK
+                   : RRL_ERROR;
     }
 
     static constexpr int64_t kT = 1699999999000000;
@@ -509,17 +517,15 @@ TEST_F(SettleEngine, BadInputIsNotMadeEither) {
     Settled no_engine;
     rrl_call_limit_t one = settling("z", RRL_FIXED_WINDOW, 1, 2, 3, "k");
     const void* z = &zone_;
-    EXPECT_EQ(
-        rrl_settle(nullptr, "sha", 3, &one, &z, 1, 7, Settled::fn, &no_engine),
-        RRL_ERROR);
+    EXPECT_EQ(settle_on(nullptr, "sha", &one, &z, 1, no_engine, 7), RRL_ERROR);
     EXPECT_EQ(no_engine.calls, 1);
 
     Settled bad;
     rrl_call_limit_t l = settling("z", RRL_FIXED_WINDOW, 1, 2, -1, "k");
     const void* zone = &zone_;
-    EXPECT_EQ(
-        rrl_settle(engine.get(), "sha", 3, &l, &zone, 1, 7, Settled::fn, &bad),
-        RRL_ERROR);
+    EXPECT_EQ(settle_on(&rrl::capi::engine_of(engine.get()), "sha", &l, &zone,
+                        1, bad, 7),
+              RRL_ERROR);
     EXPECT_EQ(bad.calls, 1);
     EXPECT_EQ(bad.keys, (std::vector<std::string>{"k"}));
     loop.run(5);

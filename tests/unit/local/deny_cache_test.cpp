@@ -23,12 +23,12 @@ constexpr std::int64_t kMs = 1000;
 constexpr std::int64_t kSent = 5000 * 1000 * kMs;
 
 std::uint32_t tag_of(std::uint32_t tag, const std::string& field) {
-    return rrl_deny_redis(tag, field.data(), field.size());
+    return rrl::deny_redis(tag, field.data(), field.size());
 }
 
 // 5r/s fixed_window with burst 2 (capacity 7) in Redis 7, of a cost
 rrl_deny_limit_t fw5(std::uint64_t cost, std::uint32_t redis = 7) {
-    return rrl_deny_limit(RRL_FIXED_WINDOW, 5, 1000, 2, redis, cost);
+    return rrl::deny_limit(RRL_FIXED_WINDOW, 5, 1000, 2, redis, cost);
 }
 
 // fw5(cost)'s rejection learned at kSent: rejected for 500 ms
@@ -54,7 +54,7 @@ TEST(DenyUsable, EveryLimitOutsideADryRunAndCombinedClusterZones) {
 
 TEST(DenyLimit, SetsEveryField) {
     rrl_deny_limit_t l =
-        rrl_deny_limit(RRL_TOKEN_BUCKET, 10, 60000, 25, 0xdeadbeef, 3);
+        rrl::deny_limit(RRL_TOKEN_BUCKET, 10, 60000, 25, 0xdeadbeef, 3);
     EXPECT_EQ(l.algorithm, RRL_TOKEN_BUCKET);
     EXPECT_EQ(l.limit, 10u);
     EXPECT_EQ(l.period_ms, 60000u);
@@ -68,14 +68,14 @@ TEST(DenyLimit, PaddingIsZeroSoCopiesCompareEqualByBytes) {
     rrl_deny_limit_t b;
     std::memset(&a, 0xaa, sizeof(a));
     std::memset(&b, 0x55, sizeof(b));
-    a = rrl_deny_limit(RRL_SLIDING_WINDOW, 1, 2, 3, 4, 5);
-    b = rrl_deny_limit(RRL_SLIDING_WINDOW, 1, 2, 3, 4, 5);
+    a = rrl::deny_limit(RRL_SLIDING_WINDOW, 1, 2, 3, 4, 5);
+    b = rrl::deny_limit(RRL_SLIDING_WINDOW, 1, 2, 3, 4, 5);
     EXPECT_EQ(std::memcmp(&a, &b, sizeof(a)), 0);
 }
 
 TEST(DenyRedis, IsTheCrc32OfEachFieldsLengthAndBytes) {
     // zlib.crc32 of the little-endian 8-byte lengths and the bytes
-    EXPECT_EQ(rrl_deny_redis(0, "", 0), 0x6522df69u);
+    EXPECT_EQ(rrl::deny_redis(0, "", 0), 0x6522df69u);
     EXPECT_EQ(tag_of(0, "abc"), 0x38004f3du);
     EXPECT_EQ(tag_of(tag_of(0, "abc"), "127.0.0.1:6379"), 0xf15aba88u);
 }
@@ -95,8 +95,8 @@ TEST(DenyRedis, FieldsCountWithTheirLengths) {
 TEST(DenyRedis, AnotherValueOrOrderIsAnotherTag) {
     std::int64_t db0 = 0;
     std::int64_t db1 = 1;
-    EXPECT_NE(rrl_deny_redis(0, &db0, sizeof(db0)),
-              rrl_deny_redis(0, &db1, sizeof(db1)));
+    EXPECT_NE(rrl::deny_redis(0, &db0, sizeof(db0)),
+              rrl::deny_redis(0, &db1, sizeof(db1)));
     EXPECT_NE(tag_of(tag_of(0, "x:1"), "y:1"), tag_of(tag_of(0, "y:1"), "x:1"));
     EXPECT_NE(tag_of(0, "x:6379"), tag_of(0, "x:6380"));
 }
@@ -111,15 +111,15 @@ TEST(DenyRedis, OfAnEngineIsItsModeDbSentinelNameThenAddresses) {
     e.sentinel_name = "mymaster";
     e.sentinel_name_len = 8;
 
-    std::uint32_t tag = rrl_deny_redis(0, &e.mode, sizeof(e.mode));
-    tag = rrl_deny_redis(tag, &e.db, sizeof(e.db));
+    std::uint32_t tag = rrl::deny_redis(0, &e.mode, sizeof(e.mode));
+    tag = rrl::deny_redis(tag, &e.db, sizeof(e.db));
     tag = tag_of(tag_of(tag_of(tag, "mymaster"), "a:6379"), "b:6379");
-    EXPECT_EQ(rrl_deny_redis_of(&e, addrs, 2), tag);
+    EXPECT_EQ(rrl::deny_redis_of(e, addrs, 2), tag);
 
-    std::uint32_t one = rrl_deny_redis_of(&e, addrs, 1);
+    std::uint32_t one = rrl::deny_redis_of(e, addrs, 1);
     EXPECT_NE(one, tag);
     e.db = 4;
-    EXPECT_NE(rrl_deny_redis_of(&e, addrs, 2), tag);
+    EXPECT_NE(rrl::deny_redis_of(e, addrs, 2), tag);
 }
 
 // rrl::deny_answer()'s result as the 4 integers a script reply has a limit
@@ -146,10 +146,10 @@ TEST(DenyAnswer, NoEntryIsAnIdleKey) {
 
 TEST(DenyAnswer, IdleCapacityIsTheAlgorithms) {
     std::int64_t v[RRL_REPLY_PER_LIMIT];
-    rrl_deny_limit_t tb = rrl_deny_limit(RRL_TOKEN_BUCKET, 5, 1000, 20, 7, 1);
-    rrl_deny_limit_t lb = rrl_deny_limit(RRL_LEAKY_BUCKET, 5, 1000, 4, 7, 1);
+    rrl_deny_limit_t tb = rrl::deny_limit(RRL_TOKEN_BUCKET, 5, 1000, 20, 7, 1);
+    rrl_deny_limit_t lb = rrl::deny_limit(RRL_LEAKY_BUCKET, 5, 1000, 4, 7, 1);
     rrl_deny_limit_t bad =
-        rrl_deny_limit(RRL_ALGORITHM_COUNT, 5, 1000, 4, 7, 1);
+        rrl::deny_limit(RRL_ALGORITHM_COUNT, 5, 1000, 4, 7, 1);
 
     EXPECT_EQ(answer(nullptr, tb, kSent, v), RRL_DENY_MISS);
     EXPECT_EQ(v[1], 20);

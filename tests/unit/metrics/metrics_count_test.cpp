@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "metrics/metrics.hpp"
-#include "api/rrl_lease.h"
+#include "base/rrl_lease_types.h"
 #include "api/rrl_metrics_count.h"
 
 namespace {

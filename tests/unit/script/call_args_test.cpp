@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/support/call_limit.hpp"
+#include "script/cost.hpp"
 #include "script/key.hpp"
 #include "api/rrl_call_args.h"
 #include "tests/support/test_call.hpp"
@@ -416,10 +417,7 @@ TEST(CallLimit, ACostValueIsParsedAsCostEqualsVarIs) {
         rrl_call_limit(&l, &zone, 9,
                        reinterpret_cast<const unsigned char*>(text), len, key,
                        1, RRL_DELAY_NONE, redis_key_buf);
-        EXPECT_EQ(
-            l.cost,
-            rrl_cost_parse(reinterpret_cast<const unsigned char*>(text), len))
-            << text;
+        EXPECT_EQ(l.cost, rrl::request_cost({text, len})) << text;
         EXPECT_NE(l.cost, 9u) << text;
     }
     EXPECT_EQ(l.delay, RRL_DELAY_NONE);

@@ -5,17 +5,12 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "script/algorithm.hpp"
-#include "script/cost.hpp"
 #include "local/deny_entry.hpp"
-#include "decide/fields.hpp"
 #include "script/key.hpp"
 #include "base/log.hpp"
 #include "metrics/metrics.hpp"
-#include "decide/problem.hpp"
 #include "script/script_reply.hpp"
 #include "api/rrl.h"
 
@@ -24,11 +19,6 @@ using rrl::capi::guarded;
 using rrl::capi::put;
 
 extern "C" {
-
-uint64_t rrl_cost_parse(const unsigned char* text, size_t len) noexcept {
-    static_assert(RRL_MAX_COST == rrl::max_cost && RRL_OVER_COST == rrl::over_cost);
-    return rrl::request_cost({reinterpret_cast<const char*>(text), len});
-}
 
 size_t rrl_key_max_len(size_t zone_len) noexcept {
     return rrl::key_max_len(zone_len);
@@ -82,37 +72,6 @@ size_t rrl_metrics_format(const rrl_metrics_t* m, char* buf,
             std::memcpy(buf, out.data(), std::min(size, out.size()));
         }
         return out.size();
-    });
-}
-
-size_t rrl_ratelimit_policy(char* buf, size_t size,
-                            const rrl_policy_t* policies, size_t n) noexcept {
-    return guarded("rrl_ratelimit_policy", size_t{0}, [&] {
-        auto v = rrl::ratelimit_policy(policies, n);
-        return v ? put(*v, buf, size) : 0;
-    });
-}
-
-size_t rrl_ratelimit(char* buf, size_t size, const char* zone, size_t zone_len,
-                     const rrl_decision_t* decision) noexcept {
-    return guarded("rrl_ratelimit", size_t{0}, [&] {
-        auto v = rrl::ratelimit({zone, zone_len}, decision->remaining,
-                                decision->reset_after);
-        return v ? put(*v, buf, size) : 0;
-    });
-}
-
-size_t rrl_problem_json(char* buf, size_t size, unsigned status,
-                        const rrl_policy_t* policies,
-                        const rrl_limit_result_t* results, size_t n) noexcept {
-    return guarded("rrl_problem_json", size_t{0}, [&] {
-        std::vector<std::string_view> zones;
-        for (size_t i = 0; i < n; i++) {
-            if (!results[i].passed) {
-                zones.emplace_back(policies[i].zone, policies[i].zone_len);
-            }
-        }
-        return put(rrl::problem_json(status, zones), buf, size);
     });
 }
 

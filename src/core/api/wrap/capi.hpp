@@ -12,29 +12,23 @@
 #include "base/guard.hpp"
 #include "base/log.hpp"
 #include "api/rrl.h"
+#include "base/rrl_engine_types.h"
+
+namespace rrl::engine {
+class Engine;
+}
 
 namespace rrl::capi {
 
 using rrl::guarded;
 
+// The worker's engine behind the C API's handle (capi_engine.cpp).
+engine::Engine& engine_of(rrl_engine_t* engine) noexcept;
+
 // snprintf's convention: the whole length, written only when it fits.
 inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
     if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
     return value.size();
-}
-
-// A call's arguments (args, views into out) into buf, size bytes, each
-// pointed to by argv, its length in argvlen; RRL_ERROR when they do not fit.
-template <typename Args>
-inline int put_args(const std::string& out, const Args& args, char* buf,
-                    size_t size, const char** argv, size_t* argvlen) noexcept {
-    if (out.size() > size) return RRL_ERROR;
-    std::memcpy(buf, out.data(), out.size());
-    for (size_t i = 0; i < args.size(); i++) {
-        argv[i] = buf + (args[i].data() - out.data());
-        argvlen[i] = args[i].size();
-    }
-    return RRL_OK;
 }
 
 }  // namespace rrl::capi

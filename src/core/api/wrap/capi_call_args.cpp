@@ -5,6 +5,7 @@
 
 #include "script/call_args.hpp"
 #include "script/call_reply.hpp"
+#include "script/cost.hpp"
 #include "api/wrap/capi.hpp"
 #include "script/delay.hpp"
 #include "base/log.hpp"
@@ -12,6 +13,8 @@
 #include "api/rrl_call_args.h"
 
 using rrl::capi::guarded;
+
+static_assert(RRL_MAX_COST == rrl::max_cost && RRL_OVER_COST == rrl::over_cost);
 
 void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
                     uint64_t cost, const unsigned char* cost_text,
@@ -21,7 +24,10 @@ void rrl_call_limit(rrl_call_limit_t* limit, const rrl_call_limit_t* zone,
     limit->zone_limit = zone->limit;
     limit->zone_period_ms = zone->period_ms;
     limit->zone_burst = zone->burst;
-    limit->cost = cost_text ? rrl_cost_parse(cost_text, cost_len) : cost;
+    limit->cost =
+        cost_text ? rrl::request_cost(
+                        {reinterpret_cast<const char*>(cost_text), cost_len})
+                  : cost;
     limit->key = key;
     limit->key_len = key_len;
     limit->delay = delay;

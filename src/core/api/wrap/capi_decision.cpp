@@ -55,12 +55,6 @@ int rrl_decide(const rrl_settings_t* s, int outcome, int passed,
     return RRL_OK;
 }
 
-const char* rrl_status_text(unsigned status, size_t* len) noexcept {
-    std::string_view text = rrl::status_text(static_cast<rrl::Status>(status));
-    *len = text.size();
-    return text.data();
-}
-
 size_t rrl_rejection_message(char* buf, size_t size, int dry_run, int outcome,
                              const rrl_call_limit_t* limit,
                              const char* zone_rate, size_t zone_rate_len,

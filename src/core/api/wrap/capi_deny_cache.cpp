@@ -1,6 +1,4 @@
 // The C API of rrl_deny_cache.h: nothing here throws.
-#include <cstring>
-
 #include "local/deny_cache.hpp"
 #include "api/rrl_deny_cache.h"
 
@@ -14,20 +12,10 @@ rrl_deny_limit_t rrl_deny_limit(int algorithm, uint64_t limit,
     return rrl::deny_limit(algorithm, limit, period_ms, burst, redis, cost);
 }
 
-uint32_t rrl_deny_redis(uint32_t tag, const void* field, size_t len) noexcept {
-    return rrl::deny_redis(tag, field, len);
-}
-
 uint32_t rrl_deny_redis_of(const rrl_engine_conf_t* e,
                            const rrl_engine_addr_t* addrs,
                            size_t naddrs) noexcept {
-    uint32_t tag = rrl::deny_redis(0, &e->mode, sizeof(e->mode));
-    tag = rrl::deny_redis(tag, &e->db, sizeof(e->db));
-    tag = rrl::deny_redis(tag, e->sentinel_name, e->sentinel_name_len);
-    for (size_t i = 0; i < naddrs; i++) {
-        tag = rrl::deny_redis(tag, addrs[i].name, std::strlen(addrs[i].name));
-    }
-    return tag;
+    return rrl::deny_redis_of(*e, addrs, naddrs);
 }
 
 int rrl_deny_answer(const rrl_deny_entry_t* entry,

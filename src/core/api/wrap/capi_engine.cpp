@@ -2,7 +2,6 @@
 #include <stdexcept>
 
 #include "api/wrap/capi.hpp"
-#include "api/wrap/capi_engine.hpp"
 #include "engine/engine.hpp"
 #include "script/call_args.hpp"
 
@@ -15,7 +14,7 @@ struct rrl_engine_s {
         : engine(conf, loop) {}
 };
 
-rrl::engine::Engine& rrl::capi::engine_of(rrl_engine_t* engine) {
+rrl::engine::Engine& rrl::capi::engine_of(rrl_engine_t* engine) noexcept {
     return engine->engine;
 }
 
