@@ -1,7 +1,10 @@
-// The arguments of a request's script call, in the order the script reads
-// them: EVALSHA <sha1> <n> <key 1..n> "" then, per limit, <algorithm> <N>
-// <period ms> <burst> <cost>. The "" is ARGV[1]: no injected time, the
-// script asks Redis. Every other file indexes them through rrl_call_args.h.
+// A request's limits as the core's (CallLimit), and the script's arguments
+// for them. The single-call form, in the order the script reads it:
+// EVALSHA <sha1> <n> <key 1..n> "" then, per limit, <algorithm> <N>
+// <period ms> <burst> <cost>; the "" is ARGV[1]: no injected time, the
+// script asks Redis. The engine sends the batch form (engine/batch.hpp)
+// from the same fields (algorithm_arg(), append_cost_arg()); the script's
+// tests send this one, indexed through rrl_call_args_types.h.
 #pragma once
 
 #include <cstdint>
