@@ -3,8 +3,9 @@
 // EVALSHA <sha1> <n> <key 1..n> "" then, per limit, <algorithm> <N>
 // <period ms> <burst> <cost>; the "" is ARGV[1]: no injected time, the
 // script asks Redis. The engine sends the batch form (engine/batch.hpp)
-// from the same fields (algorithm_arg(), append_cost_arg()); the script's
-// tests send this one, indexed through rrl_call_args_types.h.
+// from the same fields (algorithm_arg(), append_cost_arg()); call_args()
+// writes the single-call form whole, for the unit tests that check those
+// fields' layout (indexed through rrl_call_args_types.h).
 #pragma once
 
 #include <cstdint>
