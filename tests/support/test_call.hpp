@@ -33,7 +33,6 @@ struct PlannedLimit {
 
 inline std::unique_ptr<rrl::Call> call_of(const std::vector<PlannedLimit>& in,
                                    std::string_view form = "",
-                                   rrl::CostField cost = nullptr,
                                    bool cluster = false) {
     std::vector<rrl::CallLimit> limits;
     std::vector<const void*> zones;
@@ -56,7 +55,7 @@ inline std::unique_ptr<rrl::Call> call_of(const std::vector<PlannedLimit>& in,
         limits.push_back(l);
         zones.push_back(x.zone);
     }
-    return std::make_unique<rrl::Call>("sha", form, cost, limits.data(),
+    return std::make_unique<rrl::Call>("sha", form, limits.data(),
                                        zones.data(), limits.size(), cluster);
 }
 

@@ -13,7 +13,7 @@
 
 namespace rrl {
 
-Call::Call(std::string_view sha, std::string_view form, CostField cost,
+Call::Call(std::string_view sha, std::string_view form,
            const CallLimit* limits, const void* const* zones, std::size_t n,
            bool cluster) {
     if (n == 0) throw std::invalid_argument("a script call of no limit");
@@ -24,6 +24,7 @@ Call::Call(std::string_view sha, std::string_view form, CostField cost,
     sha_len_ = sha.size();
     time_ = form;
     settlement_ = form == kSettleForm;
+    CostField cost = settlement_ ? settle_cost : nullptr;
 
     limits_.reserve(n);
     for (std::size_t j = 0; j < n; j++) {

@@ -28,15 +28,14 @@ namespace rrl {
 class Call {
    public:
     // The script's call of limits (n, each with its zone's id, zones[j]: a
-    // batch sends each zone's arguments once) in form ("": a check;
-    // kSettleForm, settle.hpp: a settlement, 4 integers a limit in its
-    // reply whatever its zone, never released), each limit's cost field
-    // cost(limit) (nullptr: a check's), sha the script's SHA-1. The keys
-    // and arguments are copied: a call may outlive its request. Throws
+    // batch sends each zone's arguments once) in form ("": a check, each
+    // limit's cost field a check's; kSettleForm, settle.hpp: a settlement,
+    // cost fields settle_cost()'s, 4 integers a limit in its reply whatever
+    // its zone, never released), sha the script's SHA-1. The keys and
+    // arguments are copied: a call may outlive its request. Throws
     // std::invalid_argument for no limits or a SHA-1 too long.
-    Call(std::string_view sha, std::string_view form, CostField cost,
-         const CallLimit* limits, const void* const* zones, std::size_t n,
-         bool cluster);
+    Call(std::string_view sha, std::string_view form, const CallLimit* limits,
+         const void* const* zones, std::size_t n, bool cluster);
 
     std::size_t parts() const { return parts_.size(); }
     bool settlement() const { return settlement_; }

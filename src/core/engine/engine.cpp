@@ -193,7 +193,7 @@ void Engine::lost(Node* node) {
 }
 
 rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
-                                CostField cost, const CallLimit* limits,
+                                const CallLimit* limits,
                                 const void* const* zones, size_t n,
                                 rrl_engine_result_t* result,
                                 rrl_engine_done_pt done, void* request,
@@ -211,7 +211,7 @@ rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
     auto* call = guarded("call", (rrl_engine_call_t*)nullptr, [&] {
         rrl_engine_call_t* made = new_call();
         try {
-            made->parts.emplace(sha, form, cost, limits, zones, n,
+            made->parts.emplace(sha, form, limits, zones, n,
                                 mode == RRL_SERVER_CLUSTER);
         } catch (...) {
             free_call(made);

@@ -255,7 +255,7 @@ class Engine {
     // logged and counted). done(request, data) runs once, from a posted
     // event, with result written.
     rrl_engine_call_t* call(std::string_view sha, std::string_view form,
-                            CostField cost, const CallLimit* limits,
+                            const CallLimit* limits,
                             const void* const* zones, size_t n,
                             rrl_engine_result_t* result,
                             rrl_engine_done_pt done, void* request, void* data);

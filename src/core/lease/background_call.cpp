@@ -15,7 +15,7 @@ bool BackgroundCall::send(std::unique_ptr<BackgroundCall>& call,
     // an exception in the engine is a call not made, as no memory is
     rrl_engine_call_t* made =
         guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
-            return engine.call(c.sha_, c.form_, c.cost_, c.call_limits_.data(),
+            return engine.call(c.sha_, c.form_, c.call_limits_.data(),
                                c.zones_.data(), c.zones_.size(), &c.result_,
                                on_done, &c, &c);
         });

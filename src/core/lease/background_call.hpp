@@ -32,17 +32,15 @@ class BackgroundCall {
                      engine::Engine& engine);
 
    protected:
-    // The call of limits (n) in form, each limit's cost argument
-    // cost(limit) (nullptr: a check's), as Call's constructor takes them;
+    // The call of limits (n) in form, as Call's constructor takes them;
     // sha: the script's; zones[j] names limit j's zone; the reply holds
     // nvalues integers. The limits' views (keys, zone names) must live
     // until send(): the engine copies what it keeps.
-    void prepare(std::string_view sha, std::string_view form, CostField cost,
+    void prepare(std::string_view sha, std::string_view form,
                  const CallLimit* limits, const void* const* zones,
                  std::size_t n, std::size_t nvalues) {
         sha_.assign(sha);
         form_ = form;
-        cost_ = cost;
         call_limits_.assign(limits, limits + n);
         zones_.assign(zones, zones + n);
         values_.assign(nvalues, 0);
@@ -53,7 +51,6 @@ class BackgroundCall {
 
     std::string sha_;
     std::string_view form_;  // static: "" or kSettleForm
-    CostField cost_ = nullptr;
     std::vector<CallLimit> call_limits_;
     std::vector<const void*> zones_;
     std::vector<std::int64_t> values_;

@@ -136,8 +136,12 @@ bool LeaseRenewal::start(engine::Engine& engine, std::string_view sha,
 
     CallLimits l;
     if (!to_call_limits(&rn->limit_, 1, l)) return false;
+    // made once: the call and learned() read this one
     rn->redis_key_ = limit_key(l[0]);
-    rn->prepare(sha, "", nullptr, l.data(), &zone, 1,
+    rn->limit_.redis_key = rn->redis_key_.data();
+    rn->limit_.redis_key_len = rn->redis_key_.size();
+    l[0].redis_key = rn->redis_key_;
+    rn->prepare(sha, "", l.data(), &zone, 1,
                 RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT + RRL_REPLY_LEASE);
 
     std::unique_ptr<BackgroundCall> call(std::move(rn));

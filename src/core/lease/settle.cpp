@@ -136,7 +136,7 @@ bool Settlement::start(engine::Engine* engine, std::string_view sha,
         for (const CallLimit& x : l) {
             if (x.settle_at_us < 0) return false;
         }
-        s->prepare(sha, kSettleForm, settle_cost, l.data(), zones, n,
+        s->prepare(sha, kSettleForm, l.data(), zones, n,
                    RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n);
         s->results_.resize(n);
 

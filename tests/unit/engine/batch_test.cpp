@@ -40,7 +40,7 @@ std::unique_ptr<rrl::Call> plan(const std::string& prefix, std::size_t n,
                               RRL_SLIDING_WINDOW, 10, 1000, 3, cost});
         }
     }
-    return call_of(limits, "", nullptr, cluster);
+    return call_of(limits, "", cluster);
 }
 
 const char kZoneA[] =
@@ -119,7 +119,7 @@ TEST(Batch, ASettlementsEntryIsSN) {
           1700000000000000},
          {"s1", &zone_b, RRL_TOKEN_BUCKET, 1, 1000, 0, 5, 0, 0, 0, 0, 9,
           1700000000000001}},
-        rrl::kSettleForm, rrl::settle_cost);
+        rrl::kSettleForm);
     rrl::Batch batch;
     EXPECT_FALSE(batch.add(*check, 0, nullptr));
     EXPECT_FALSE(batch.add(*settle, 0, nullptr));

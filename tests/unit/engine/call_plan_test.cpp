@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "base/rrl_types.h"
-#include "lease/settle.hpp"
 #include "script/algorithm.hpp"
 #include "script/slot.hpp"
 
@@ -27,8 +26,7 @@ struct Limits {
     std::vector<std::string> keys;
     std::vector<rrl::CallLimit> limits;
     std::vector<const void*> zones;
-    std::string form;             // "": a check
-    rrl::CostField cost = nullptr;
+    std::string form;  // "": a check
 
     explicit Limits(const std::vector<std::string>& k) : keys(k) {
         for (std::size_t j = 0; j < keys.size(); j++) {
@@ -49,8 +47,8 @@ struct Limits {
     std::unique_ptr<rrl::Call> plan(int cluster) const {
         try {
             return std::make_unique<rrl::Call>(
-                "0123abcd", form, cost, limits.data(), zones.data(),
-                limits.size(), cluster != 0);
+                "0123abcd", form, limits.data(), zones.data(), limits.size(),
+                cluster != 0);
         } catch (const std::exception&) {
             return nullptr;
         }
@@ -125,7 +123,7 @@ TEST(Call, APartASlotInTheRequestsOrder) {
 TEST(Call, RefusesNoLimitOrASha1TooLong) {
     EXPECT_EQ(Limits({}).plan(0), nullptr);
     Limits a(kKeys);
-    EXPECT_THROW(rrl::Call(std::string(65, 'f'), "", nullptr, a.limits.data(),
+    EXPECT_THROW(rrl::Call(std::string(65, 'f'), "", a.limits.data(),
                            a.zones.data(), a.limits.size(), false),
                  std::invalid_argument);
 }
@@ -243,7 +241,6 @@ TEST(Call, ALeaseLimitsReplyIsWider) {
 TEST(Call, ASettlementIsFourWideAndNeverReleased) {
     Limits a(kKeys);
     a.form = "settle";
-    a.cost = rrl::settle_cost;
     a.limits[1].algorithm = rrl::algorithm(RRL_FIXED_WINDOW);
     a.limits[1].lease = 10;
     a.limits[1].cost = 2;
@@ -270,7 +267,6 @@ TEST(Call, ASettlementIsFourWideAndNeverReleased) {
 
     // the same limits as a check: the part that passed is released
     a.form = "";
-    a.cost = nullptr;
     Plan check = make(a, 1);
     answer(check.get(), 0, 1, 500, 100);
     answer(check.get(), 1, 0, 501, 200);
@@ -278,7 +274,6 @@ TEST(Call, ASettlementIsFourWideAndNeverReleased) {
 
     Limits s({"k"});
     s.form = "settle";
-    s.cost = rrl::settle_cost;
     s.limits[0].algorithm = rrl::algorithm(RRL_FIXED_WINDOW);
     s.limits[0].lease = 10;
     s.limits[0].settle_actual = 2;

@@ -27,7 +27,7 @@ Call three_parts() {
         {{"{1}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1},
          {"{2}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1},
          {"{3}", &zone, RRL_SLIDING_WINDOW, 10, 1000, 0, 1}},
-        "", nullptr, true);
+        "", true);
     EXPECT_EQ(c->parts(), 3u);
     return c;
 }

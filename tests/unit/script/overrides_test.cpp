@@ -358,7 +358,7 @@ TEST(OverridesCall, PartsMergeAtTheirWidths) {
         {"{a}y", &zone_c, RRL_TOKEN_BUCKET, 10, 1000, 0, 1}};
     limits[0].overrides = limits[2].overrides = true;
     std::unique_ptr<rrl::Call> call =
-        rrl_test::call_of(limits, "", nullptr, true);
+        rrl_test::call_of(limits, "", true);
     ASSERT_NE(call, nullptr);
     ASSERT_EQ(call->parts(), 2u);
     ASSERT_EQ(call->values(0), 2u + 8 + 8);

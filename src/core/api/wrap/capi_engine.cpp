@@ -47,7 +47,7 @@ rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, const char* sha,
     return guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
         rrl::CallLimits l;
         if (!rrl::to_call_limits(limits, n, l)) return (rrl_engine_call_t*)nullptr;
-        return engine->engine.call({sha, sha_len}, "", nullptr, l.data(),
+        return engine->engine.call({sha, sha_len}, "", l.data(),
                                    zones, n, result, done, request, data);
     });
 }
