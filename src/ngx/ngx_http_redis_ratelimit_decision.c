@@ -21,6 +21,10 @@ static ngx_int_t ngx_http_redis_ratelimit_send_problem(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 
 
+/* what a request whose keys could not be evaluated shows: no decision */
+static rrl_decision_t  ngx_http_redis_ratelimit_undecided;
+
+
 /*
  * what the call brought: a reply that the core decoded, or a failure; or
  * the leases' decision, made already
@@ -39,7 +43,7 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
         return RRL_OUTCOME_REPLY;
     }
 
-    result = &ctx->result;
+    result = rrl_request_reply(ctx->request);
 
     if (result->rc != RRL_OK) {
         rmcf = ngx_http_get_module_main_conf(r,
@@ -55,11 +59,7 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
                                      result->error_len, result->error);
     }
 
-    if (result->rc != RRL_OK
-        || rrl_call_reply_decode(result->values, result->nvalues,
-                                 ctx->call_limits, ctx->nlimits,
-                                 ctx->limit_results, &ctx->decision)
-           != RRL_OK)
+    if (result->rc != RRL_OK || rrl_request_decode(ctx->request) != RRL_OK)
     {
         /* the core has logged what was wrong with a reply */
         ngx_http_redis_ratelimit_lease_learn(ctx, RRL_LEASE_CALL_FAILED);
@@ -75,8 +75,8 @@ ngx_http_redis_ratelimit_outcome(ngx_http_request_t *r,
     }
 
     /* an invalid override: the zone's rate applied; the first one logged */
-    len = rrl_override_message((char *) msg, sizeof(msg), ctx->call_limits,
-                               ctx->nlimits);
+    len = rrl_request_override_message(ctx->request, (char *) msg,
+                                       sizeof(msg));
 
     if (len && len <= sizeof(msg)) {
         ngx_http_redis_ratelimit_log_failure(r->connection->log, "%*s", len,
@@ -119,20 +119,17 @@ ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
 
     /* the delay of a local decision is on this server's share */
     for (share = 1; /* void */; share = rlcf->local_share) {
-        ctx->delay = rrl_call_delay(ctx->call_limits, ctx->limit_results,
-                                    ctx->nlimits, ctx->decision.passed, share);
+        ctx->delay = rrl_request_delay(ctx->request, share);
 
-        if (rrl_decide(&s, outcome, ctx->decision.passed, ctx->delay, &v)
+        if (rrl_decide(&s, outcome, rrl_request_decision(ctx->request)->passed,
+                       ctx->delay, &v)
             != RRL_OK || !v.ask_local)
         {
             break;
         }
 
         outcome = (ngx_http_redis_ratelimit_local_check(r, ctx) == NGX_OK
-                   && rrl_reply_decode(ctx->result.values, ctx->result.nvalues,
-                                       ctx->nlimits, ctx->limit_results,
-                                       &ctx->decision)
-                      == RRL_OK)
+                   && rrl_request_decode_local(ctx->request) == RRL_OK)
                   ? RRL_OUTCOME_LOCAL : RRL_OUTCOME_LOCAL_FAILED;
     }
 
@@ -165,20 +162,22 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
     u_char                           *p;
     size_t                            len;
     rrl_call_limit_t                 *limit;
+    const rrl_decision_t             *decision;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
     if (r->connection->log->log_level < ctx->conf->log_level) {
         return;
     }
 
-    zone = ctx->limits[ctx->decision.reported]->zone;
-    limit = &ctx->call_limits[ctx->decision.reported];
+    decision = rrl_request_decision(ctx->request);
+    zone = ctx->limits[decision->reported]->zone;
+    limit = rrl_request_limit(ctx->request, decision->reported);
 
     /* its length first, then the message */
 
     len = rrl_rejection_message(NULL, 0, ctx->conf->dry_run, outcome, limit,
                                 (char *) zone->rate.data, zone->rate.len,
-                                ctx->decision.retry_after);
+                                decision->retry_after);
 
     p = ngx_pnalloc(r->pool, len);
     if (len == 0 || p == NULL) {
@@ -187,7 +186,7 @@ ngx_http_redis_ratelimit_log_rejection(ngx_http_request_t *r,
 
     (void) rrl_rejection_message((char *) p, len, ctx->conf->dry_run, outcome,
                                  limit, (char *) zone->rate.data,
-                                 zone->rate.len, ctx->decision.retry_after);
+                                 zone->rate.len, decision->retry_after);
 
     ngx_log_error(ctx->conf->log_level, r->connection->log, 0, "%*s",
                   len, p);
@@ -250,12 +249,15 @@ void
 ngx_http_redis_ratelimit_shown(ngx_http_redis_ratelimit_ctx_t *ctx,
     rrl_shown_t *shown)
 {
+    ngx_memzero(shown, sizeof(rrl_shown_t));
+    shown->decision = &ngx_http_redis_ratelimit_undecided;
+
+    if (ctx->request) {
+        rrl_request_show(ctx->request, shown);
+    }
+
     shown->status = ctx->status;
     shown->decided = ctx->decided;
-    shown->decision = &ctx->decision;
-    shown->results = ctx->limit_results;
-    shown->limits = ctx->call_limits;
-    shown->nlimits = ctx->nlimits;
     shown->show = ctx->show;
     shown->local_share = ctx->conf->local_share;
     shown->replied = ctx->replied;

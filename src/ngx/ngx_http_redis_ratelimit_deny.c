@@ -45,6 +45,7 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_str_t                               key;
     ngx_uint_t                              i, rejected;
     ngx_time_t                             *tp;
+    rrl_call_limit_t                       *call;
     rrl_deny_limit_t                        limit;
     ngx_http_redis_ratelimit_deny_ctx_t    *dctx;
     ngx_http_redis_ratelimit_shm_node_t    *sn;
@@ -62,23 +63,24 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&dctx->shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->call_limits[i].redis_key;
-        key.len = ctx->call_limits[i].redis_key_len;
+        call = rrl_request_limit(ctx->request, i);
+
+        key.data = (u_char *) call->redis_key;
+        key.len = call->redis_key_len;
 
         sn = ngx_http_redis_ratelimit_deny_limit(rmcf, ctx->limits[i]->zone,
                                                  ctx->conf->dry_run,
-                                                 ctx->call_limits[i].cost,
-                                                 &limit)
+                                                 call->cost, &limit)
              ? ngx_http_redis_ratelimit_shm_lookup(&dctx->shm, &key) : NULL;
 
         switch (rrl_deny_answer(sn ? ngx_http_redis_ratelimit_deny_entry(sn)
                                    : NULL,
-                                &limit, ctx->sent, &ctx->limit_results[i]))
+                                &limit, ctx->sent,
+                                rrl_request_result(ctx->request, i)))
         {
         case RRL_DENY_REJECTED:
             ngx_http_redis_ratelimit_shm_touch(&dctx->shm, sn);
-            rrl_deny_shown(ngx_http_redis_ratelimit_deny_entry(sn),
-                           &ctx->call_limits[i]);
+            rrl_deny_shown(ngx_http_redis_ratelimit_deny_entry(sn), call);
             rejected++;
             break;
 
@@ -97,9 +99,9 @@ ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,
     /* for X-RateLimit-Reset, where Redis sends its TIME */
     tp = ngx_timeofday();
 
-    rrl_decision_of(ctx->limit_results, ctx->nlimits,
-                    (int64_t) tp->sec * 1000000 + (int64_t) tp->msec * 1000,
-                    &ctx->decision);
+    rrl_request_decide_at(ctx->request,
+                          (int64_t) tp->sec * 1000000
+                          + (int64_t) tp->msec * 1000);
 
     return NGX_OK;
 }
@@ -109,17 +111,20 @@ void
 ngx_http_redis_ratelimit_deny_learn(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx)
 {
-    ngx_str_t   key;
-    ngx_uint_t  i;
+    ngx_str_t          key;
+    ngx_uint_t         i;
+    rrl_call_limit_t  *call;
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->call_limits[i].redis_key;
-        key.len = ctx->call_limits[i].redis_key_len;
+        call = rrl_request_limit(ctx->request, i);
+
+        key.data = (u_char *) call->redis_key;
+        key.len = call->redis_key_len;
 
         ngx_http_redis_ratelimit_deny_keep(ctx->limits[i]->zone,
-                                           ctx->conf->dry_run, &key,
-                                           &ctx->call_limits[i],
-                                           &ctx->limit_results[i], ctx->sent);
+                                           ctx->conf->dry_run, &key, call,
+                                           rrl_request_result(ctx->request, i),
+                                           ctx->sent);
     }
 }
 

@@ -100,25 +100,13 @@ rrl_engine_call_t *
 ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, rrl_engine_done_pt done)
 {
-    ngx_uint_t                             i;
-    const void                           **zones;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
 
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
-    zones = ngx_palloc(r->pool, ctx->nlimits * sizeof(void *));
-    if (zones == NULL) {
-        return NULL;
-    }
-
-    for (i = 0; i < ctx->nlimits; i++) {
-        zones[i] = ctx->limits[i]->zone;
-    }
-
     return rrl_engine_call(ngx_http_redis_ratelimit_worker_engine,
                            (char *) rmcf->script_sha1.data,
-                           rmcf->script_sha1.len, ctx->call_limits, zones,
-                           ctx->nlimits, &ctx->result, done, r, ctx);
+                           rmcf->script_sha1.len, ctx->request, done, r, ctx);
 }
 
 

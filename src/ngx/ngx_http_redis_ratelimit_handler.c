@@ -216,8 +216,9 @@ ngx_http_redis_ratelimit_park(ngx_http_request_t *r)
 
 
 /*
- * evaluates keys and costs, the core writes each limit's Redis key; the
- * call's arguments are laid out only for a request that goes to Redis
+ * evaluates keys and costs into the core's request, which writes each
+ * limit's Redis key; the call's arguments are laid out only for a request
+ * that goes to Redis
  */
 
 static ngx_int_t
@@ -228,7 +229,7 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     char                              *redis_key;
     ngx_str_t                          key, cost;
     ngx_uint_t                         i, n, nkeys;
-    rrl_call_limit_t                  *call;
+    rrl_request_t                     *request;
     ngx_http_redis_ratelimit_zone_t   *zone;
     ngx_http_redis_ratelimit_limit_t  *limits, **active;
 
@@ -236,11 +237,13 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
     n = rlcf->limits.nelts;
 
     active = ngx_palloc(r->pool, n * sizeof(ngx_http_redis_ratelimit_limit_t *));
-    call = ngx_pcalloc(r->pool, n * sizeof(rrl_call_limit_t));
+    request = ngx_palloc(r->pool, rrl_request_size(n));
 
-    if (active == NULL || call == NULL) {
+    if (active == NULL || request == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    request = rrl_request_make(request, n);
 
     /* passed with no cost=$VAR too */
     ngx_str_null(&cost);
@@ -265,33 +268,25 @@ ngx_http_redis_ratelimit_prepare(ngx_http_request_t *r,
         }
 
         redis_key = ngx_pnalloc(r->pool, rrl_key_max_len(zone->call.zone_len));
-        if (redis_key == NULL) {
+
+        if (redis_key == NULL
+            || rrl_request_add(request, zone, &zone->call, limits[i].cost,
+                               limits[i].cost_value ? cost.data : NULL,
+                               cost.len, key.data, key.len, limits[i].delay,
+                               redis_key)
+               != RRL_OK)
+        {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        rrl_call_limit(&call[nkeys], &zone->call, limits[i].cost,
-                       limits[i].cost_value ? cost.data : NULL, cost.len,
-                       key.data, key.len, limits[i].delay, redis_key);
 
         active[nkeys++] = &limits[i];
     }
 
     ctx->nlimits = nkeys;
     ctx->limits = active;
-    ctx->call_limits = call;
+    ctx->request = request;
 
-    if (nkeys == 0) {
-        return NGX_OK;
-    }
-
-    ctx->result.capacity = rrl_reply_values(call, nkeys);
-    ctx->result.values = ngx_palloc(r->pool,
-                                    ctx->result.capacity * sizeof(int64_t));
-    ctx->limit_results = ngx_palloc(r->pool,
-                                    nkeys * sizeof(rrl_limit_result_t));
-
-    return (ctx->result.values && ctx->limit_results)
-           ? NGX_OK : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return NGX_OK;
 }
 
 
@@ -307,7 +302,7 @@ ngx_http_redis_ratelimit_done(void *request, void *data)
     /* the engine's now, not to be detached */
     ctx->call = NULL;
 
-    if (ctx->result.rc == RRL_OK) {
+    if (rrl_request_reply(ctx->request)->rc == RRL_OK) {
         /* the turn's wait for the batch included: what the client waited */
         ctx->rtt = ngx_http_redis_ratelimit_clock() - ctx->sent;
         ctx->replied = 1;

@@ -30,12 +30,12 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask)
 {
     int64_t                                now;
-    uint64_t                              *renew;
+    uint64_t                               renew;
     ngx_int_t                              rc;
     ngx_str_t                              key;
     ngx_uint_t                             i;
     ngx_time_t                            *tp;
-    rrl_lease_entry_t                    **entries;
+    rrl_call_limit_t                      *call;
     ngx_http_redis_ratelimit_shm_t        *shm;
     ngx_http_redis_ratelimit_shm_node_t   *sn;
     ngx_http_redis_ratelimit_main_conf_t  *rmcf;
@@ -43,19 +43,8 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
 
     /* no lease limit: nothing to look up, no lock */
-    for (i = 0; i < ctx->nlimits && ctx->call_limits[i].lease == 0; i++) {
-        /* void */
-    }
-
-    if (rmcf->lease_zone == NULL || i == ctx->nlimits) {
+    if (rmcf->lease_zone == NULL || !rrl_request_has_lease(ctx->request)) {
         return NGX_DECLINED;
-    }
-
-    entries = ngx_pcalloc(r->pool, ctx->nlimits * sizeof(void *));
-    renew = ngx_palloc(r->pool, ctx->nlimits * sizeof(uint64_t));
-
-    if (entries == NULL || renew == NULL) {
-        return NGX_ERROR;
     }
 
     shm = rmcf->lease_zone->data;
@@ -65,41 +54,45 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(shm);
 
     for (i = 0; i < ctx->nlimits; i++) {
-        key.data = (u_char *) ctx->call_limits[i].redis_key;
-        key.len = ctx->call_limits[i].redis_key_len;
+        call = rrl_request_limit(ctx->request, i);
 
-        sn = ctx->call_limits[i].lease
-             ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, ask) : NULL;
-        entries[i] = sn ? (rrl_lease_entry_t *) sn->entry : NULL;
+        key.data = (u_char *) call->redis_key;
+        key.len = call->redis_key_len;
+
+        sn = call->lease ? ngx_http_redis_ratelimit_shm_get(shm, &key, now, ask)
+                         : NULL;
+        rrl_request_lease_entry(ctx->request, i,
+                                sn ? (rrl_lease_entry_t *) sn->entry : NULL);
     }
 
-    rc = rrl_lease_call_check(ctx->call_limits, entries, ctx->nlimits, ask,
-                              now,
+    rc = rrl_lease_call_check(ctx->request, ask, now,
                               (int64_t) tp->sec * 1000000 + tp->msec * 1000,
-                              (int64_t) (rmcf->timeout + 1000) * 1000,
-                              ctx->limit_results, &ctx->decision, renew);
+                              (int64_t) (rmcf->timeout + 1000) * 1000);
 
     ngx_http_redis_ratelimit_shm_unlock(shm);
 
-    for (i = 0; rc == RRL_LEASE_DECIDED && i < ctx->nlimits; i++) {
-        if (renew[i]) {
+    if (rc != RRL_LEASE_DECIDED) {
+        /* what the lease limits want goes into the call's arguments */
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < ctx->nlimits; i++) {
+        renew = rrl_request_renewal(ctx->request, i);
+
+        if (renew) {
             (void) rrl_lease_renew(ngx_http_redis_ratelimit_engine(),
                                    (char *) rmcf->script_sha1.data,
                                    rmcf->script_sha1.len,
-                                   &ctx->call_limits[i], renew[i],
+                                   rrl_request_limit(ctx->request, i), renew,
                                    ctx->limits[i]->zone, now,
                                    ngx_http_redis_ratelimit_lease_learned,
                                    ctx->limits[i]->zone);
         }
     }
 
-    if (rc == RRL_LEASE_DECIDED) {
-        ctx->leased = 1;
-        return NGX_OK;
-    }
+    ctx->leased = 1;
 
-    /* what the lease limits want goes into the call's arguments */
-    return NGX_DECLINED;
+    return NGX_OK;
 }
 
 
@@ -113,18 +106,22 @@ ngx_int_t
 ngx_http_redis_ratelimit_lease_learn(ngx_http_redis_ratelimit_ctx_t *ctx,
     int how)
 {
-    ngx_uint_t  i;
+    ngx_uint_t         i;
+    rrl_call_limit_t  *call;
 
     /* Redis's answer: all or nothing, as the request was decided */
-    how = (how == RRL_LEASE_CALL_PASSED && !ctx->decision.passed)
+    how = (how == RRL_LEASE_CALL_PASSED
+           && !rrl_request_decision(ctx->request)->passed)
           ? RRL_LEASE_CALL_REJECTED : how;
 
     for (i = 0; i < ctx->nlimits; i++) {
-        if (ctx->call_limits[i].lease) {
+        call = rrl_request_limit(ctx->request, i);
+
+        if (call->lease) {
             ngx_http_redis_ratelimit_lease_learned(ctx->limits[i]->zone,
-                ctx->call_limits[i].redis_key, ctx->call_limits[i].redis_key_len,
-                &ctx->call_limits[i], &ctx->limit_results[i], how,
-                ctx->result.values[1], ctx->sent);
+                call->redis_key, call->redis_key_len, call,
+                rrl_request_result(ctx->request, i), how,
+                rrl_request_redis_now(ctx->request), ctx->sent);
         }
     }
 

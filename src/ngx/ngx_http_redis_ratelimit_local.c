@@ -42,13 +42,16 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_str_t                               key;
     ngx_uint_t                              i, n;
     ngx_time_t                             *tp;
+    rrl_call_limit_t                       *call;
     rrl_local_limit_t                      *limits;
+    rrl_engine_result_t                    *reply;
     rrl_local_entry_t                      *next;
     ngx_http_redis_ratelimit_local_ctx_t   *lctx;
     ngx_http_redis_ratelimit_shm_node_t   **nodes;
 
     n = ctx->nlimits;
     lctx = ctx->conf->local_zone->data;
+    reply = rrl_request_reply(ctx->request);
 
     nodes = ngx_pcalloc(r->pool, n * sizeof(void *));
     limits = ngx_palloc(r->pool, n * sizeof(rrl_local_limit_t));
@@ -67,8 +70,10 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_shm_lock(&lctx->shm);
 
     for (i = 0; i < n; i++) {
-        key.data = (u_char *) ctx->call_limits[i].redis_key;
-        key.len = ctx->call_limits[i].redis_key_len;
+        call = rrl_request_limit(ctx->request, i);
+
+        key.data = (u_char *) call->redis_key;
+        key.len = call->redis_key_len;
 
         if (key.len > 0xffff) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -78,8 +83,7 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             goto done;
         }
 
-        limits[i] = rrl_local_limit(&ctx->limits[i]->zone->call,
-                                    ctx->call_limits[i].cost);
+        limits[i] = rrl_local_limit(&ctx->limits[i]->zone->call, call->cost);
 
         nodes[i] = ngx_http_redis_ratelimit_shm_get(&lctx->shm, &key, now, 0);
 
@@ -90,15 +94,14 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
         }
     }
 
-    ctx->result.nvalues = rrl_local_zone_decide(limits, n,
-                                                ctx->conf->local_share, now,
-                                                next, ctx->result.values);
-    if (ctx->result.nvalues == 0) {
+    reply->nvalues = rrl_local_zone_decide(limits, n, ctx->conf->local_share,
+                                           now, next, reply->values);
+    if (reply->nvalues == 0) {
         rc = NGX_ERROR;
         goto done;
     }
 
-    if (!ctx->result.values[0]) {
+    if (!reply->values[0]) {
         goto done;
     }
 
@@ -109,8 +112,10 @@ ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
             continue;
         }
 
-        key.data = (u_char *) ctx->call_limits[i].redis_key;
-        key.len = ctx->call_limits[i].redis_key_len;
+        call = rrl_request_limit(ctx->request, i);
+
+        key.data = (u_char *) call->redis_key;
+        key.len = call->redis_key_len;
 
         nodes[i] = ngx_http_redis_ratelimit_shm_alloc(&lctx->shm, &key, now);
         if (nodes[i] == NULL) {

@@ -177,6 +177,7 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 {
     int                               counter;
     ngx_uint_t                        i, rejected;
+    rrl_call_limit_t                 *call;
     ngx_http_redis_ratelimit_zone_t  *zone;
 
     rejected = (ctx->status == RRL_STATUS_REJECTED
@@ -184,22 +185,22 @@ ngx_http_redis_ratelimit_metrics_request(ngx_http_redis_ratelimit_ctx_t *ctx)
 
     for (i = 0; i < ctx->nlimits; i++) {
         zone = ctx->limits[i]->zone;
+        call = rrl_request_limit(ctx->request, i);
 
         /* a rejection counts in the zones that rejected it */
         counter = rrl_metrics_request_counter(ctx->status, rejected,
-                                              ctx->decided,
-                                              ctx->limit_results[i].passed);
+                              ctx->decided,
+                              rrl_request_result(ctx->request, i)->passed);
         ngx_http_redis_ratelimit_metrics_count(zone, 0, counter);
 
-        counter = rrl_metrics_override_counter(ctx->call_limits[i].override,
-                                               ctx->replied);
+        counter = rrl_metrics_override_counter(call->override, ctx->replied);
         ngx_http_redis_ratelimit_metrics_count(zone,
                                                RRL_METRICS_ZONE_OVERRIDES,
                                                counter);
 
         ngx_http_redis_ratelimit_metrics_count(zone, RRL_METRICS_ZONE_LEASES,
-                    rrl_metrics_lease_counter(ctx->call_limits[i].lease,
-                                              ctx->leased, ctx->replied));
+                    rrl_metrics_lease_counter(call->lease, ctx->leased,
+                                              ctx->replied));
     }
 }
 

@@ -18,6 +18,7 @@
 #include "api/rrl_decision.h"
 #include "api/rrl_engine.h"
 #include "api/rrl_lease_call.h"
+#include "api/rrl_request.h"
 #include "api/rrl_shown.h"
 
 
@@ -113,11 +114,8 @@ typedef struct {
 
     ngx_uint_t                   nlimits;     /* those with a key */
     ngx_http_redis_ratelimit_limit_t    **limits;
-    rrl_call_limit_t            *call_limits; /* theirs, with key and cost */
-
-    rrl_engine_result_t          result;      /* Redis's, deny's or local */
-    rrl_limit_result_t          *limit_results;
-    rrl_decision_t               decision;
+    /* the core's: their keys and costs, the reply, results and decision */
+    rrl_request_t               *request;
 
     int64_t                      sent;        /* deny cache clock, us */
     int64_t                      rtt;         /* us, when replied */
@@ -166,7 +164,7 @@ ngx_int_t ngx_http_redis_ratelimit_conf_word(ngx_conf_t *cf, rrl_conf_t *c,
 /* rrl_conf_init() with nginx's parsers of times and sizes */
 void ngx_http_redis_ratelimit_conf_init(rrl_conf_t *c, int kind,
     ngx_command_t *cmd);
-/* decision: applies the core's verdict on an outcome (REPLY: ctx->result's) */
+/* decision: applies the core's verdict on an outcome (REPLY: the reply's) */
 void ngx_http_redis_ratelimit_decide(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_int_t outcome);
 /* the handler's rc once decided; a problem+json rejection is sent here */
@@ -200,7 +198,7 @@ ngx_int_t ngx_http_redis_ratelimit_link_init(ngx_cycle_t *cycle,
     ngx_http_redis_ratelimit_main_conf_t *rmcf);
 void ngx_http_redis_ratelimit_link_exit(void);
 /*
- * The script call of ctx->call_limits into ctx->result (rrl_engine_call()):
+ * The script call of ctx->request, its reply there (rrl_engine_call()):
  * done(r, ctx) runs once, from the event loop; rrl_engine_detach() if the
  * request goes first. NULL: not made now, decide at once.
  */
@@ -211,8 +209,8 @@ rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
 /*
  * lease: "lease=P%". Without ask, NGX_OK: decided from the leases of every
- * limit, into ctx->limit_results and ctx->decision. NGX_DECLINED: ask
- * Redis (with ask, the call limits carry what the lease limits want).
+ * limit, into ctx->request. NGX_DECLINED: ask Redis (with ask, the
+ * request's limits carry what the lease limits want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
@@ -226,7 +224,7 @@ ngx_int_t ngx_http_redis_ratelimit_lease_learn(
 char *ngx_http_redis_ratelimit_local_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     rrl_fail_conf_t *fc, ngx_shm_zone_t **zone);
 
-/* every limit decided in the local zone, all or nothing, into ctx->result */
+/* every limit decided in the local zone, all or nothing, into the reply */
 ngx_int_t ngx_http_redis_ratelimit_local_check(ngx_http_request_t *r,
     ngx_http_redis_ratelimit_ctx_t *ctx);
 
@@ -238,7 +236,7 @@ ngx_int_t ngx_http_redis_ratelimit_deny_init_conf(ngx_conf_t *cf,
 
 /*
  * NGX_OK: a limit of the request is in the cache, rejected until later
- * than ctx->sent; its answer is in ctx->limit_results and ctx->decision.
+ * than ctx->sent; its answer is in ctx->request.
  * NGX_DECLINED: ask Redis.
  */
 ngx_int_t ngx_http_redis_ratelimit_deny_check(ngx_http_request_t *r,

@@ -94,7 +94,7 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
     ngx_str_t                              key, text;
     ngx_uint_t                             i;
     void                                 **confs;
-    rrl_call_limit_t                      *send;
+    rrl_call_limit_t                      *send, *call;
     ngx_http_redis_ratelimit_shm_t        *shm;
     ngx_http_redis_ratelimit_ctx_t        *ctx;
     ngx_http_redis_ratelimit_limit_t      *limit;
@@ -104,10 +104,8 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
     rmcf = ngx_http_get_module_main_conf(r, ngx_http_redis_ratelimit_module);
     ctx = ngx_http_redis_ratelimit_get_ctx(r);
 
-    /* once per main request, its client gone too (499); values: a call */
-    if (r != r->main || ctx == NULL || ctx->settled
-        || ctx->result.values == NULL)
-    {
+    /* once per main request, its client gone too (499), with a limit */
+    if (r != r->main || ctx == NULL || ctx->settled || ctx->nlimits == 0) {
         return NGX_OK;
     }
 
@@ -134,14 +132,17 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
             ngx_str_null(&text);
         }
 
-        rc = rrl_settle_plan(ctx->status, ctx->leased, ctx->result.values[1],
-                             &limit->zone->call, &ctx->call_limits[i],
-                             text.data, text.len, &send[n]);
+        call = rrl_request_limit(ctx->request, i);
+
+        rc = rrl_settle_plan(ctx->status, ctx->leased,
+                             rrl_request_redis_now(ctx->request),
+                             &limit->zone->call, call, text.data, text.len,
+                             &send[n]);
 
         /* a lease's units first (rrl_lease_settle()) */
         if (rc == RRL_SETTLE_SEND && limit->zone->lease) {
-            key.data = (u_char *) ctx->call_limits[i].redis_key;
-            key.len = ctx->call_limits[i].redis_key_len;
+            key.data = (u_char *) call->redis_key;
+            key.len = call->redis_key_len;
             shm = rmcf->lease_zone->data;
 
             ngx_http_redis_ratelimit_shm_lock(shm);
@@ -163,8 +164,7 @@ ngx_http_redis_ratelimit_settle_handler(ngx_http_request_t *r)
                 "the estimate %uL stays charged", &limit->settle->value,
                 &limit->zone->name,
                 ngx_min(text.len, NGX_HTTP_REDIS_RATELIMIT_SETTLE_TEXT),
-                text.data, rrl_settle_why(text.data, text.len),
-                ctx->call_limits[i].cost);
+                text.data, rrl_settle_why(text.data, text.len), call->cost);
         }
 
         if (rc == RRL_SETTLE_SEND) {

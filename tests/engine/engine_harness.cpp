@@ -15,8 +15,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "api/rrl_call_args.h"
 #include "api/rrl_conf.h"
+#include "tests/support/call_limit.hpp"
 
 namespace rrl_test {
 
@@ -655,7 +655,12 @@ void call_done(void* request, void* data) {
 
 TestCall::TestCall(const std::vector<std::string>& keys_,
                    const std::vector<bool>& overrides)
-    : keys(keys_) {
+    : keys(keys_),
+      memory(rrl_request_size(std::max<size_t>(keys_.size(), 8)) / 8 + 1),
+      request(
+          rrl_request_make(memory.data(), std::max<size_t>(keys_.size(), 8))),
+      result(*rrl_request_reply(request)),
+      values(result.values) {
     for (size_t j = 0; j < keys.size(); j++) {
         bool o = j < overrides.size() && overrides[j];
         rrl_call_limit_t l{};
@@ -673,8 +678,6 @@ TestCall::TestCall(const std::vector<std::string>& keys_,
         limits.push_back(l);
         zones.push_back(&zone_ids[(j + (o ? 8 : 0)) % 16]);
     }
-    result.values = values;
-    result.capacity = sizeof(values) / sizeof(values[0]);
 }
 
 TestCall::~TestCall() {
@@ -682,9 +685,19 @@ TestCall::~TestCall() {
 }
 
 bool TestCall::start(rrl_engine_t* engine) {
+    // the test's limits as they are now, made anew in the same memory
+    request = rrl_request_make(memory.data(), std::max<size_t>(keys.size(), 8));
+    // each Redis key is keys[j]
+    std::string scratch(rrl_key_max_len(1), '\0');
+    for (size_t j = 0; j < limits.size(); j++) {
+        const rrl_call_limit_t& l = limits[j];
+        rrl_request_add(request, zones[j], &l, l.cost, nullptr, 0, l.key,
+                        l.key_len, l.delay, scratch.data());
+        *rrl_request_limit(request, j) = l;
+    }
+    result.capacity = 64;
     std::string sha = rrl_script_sha1();
-    call = rrl_engine_call(engine, sha.data(), sha.size(), limits.data(),
-                           zones.data(), limits.size(), &result, call_done,
+    call = rrl_engine_call(engine, sha.data(), sha.size(), request, call_done,
                            this, this);
     return call != nullptr;
 }

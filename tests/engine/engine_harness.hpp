@@ -227,8 +227,8 @@ struct EngineConf {
 using Engine = std::unique_ptr<rrl_engine_t, void (*)(rrl_engine_t*)>;
 Engine make_engine(EngineConf& conf, TestLoop& loop);
 
-// A request's call, as the shim makes it: argv in the caller's memory,
-// its result, done() counted.
+// A request's call, as the shim makes it: a request (rrl_request.h) in the
+// caller's memory, its reply there, done() counted.
 struct TestCall {
     // overrides[j]: limit j's zone has overrides=on (its own zone id)
     explicit TestCall(const std::vector<std::string>& keys,
@@ -246,8 +246,11 @@ struct TestCall {
     std::vector<std::string> keys;
     std::vector<rrl_call_limit_t> limits;
     std::vector<const void*> zones;
-    int64_t values[64] = {};
-    rrl_engine_result_t result{};
+    // the request: room for 8 limits at least, so 64 values as ever
+    std::vector<std::uint64_t> memory;
+    rrl_request_t* request;
+    rrl_engine_result_t& result;
+    int64_t* values;
     rrl_engine_call_t* call = nullptr;
     int done = 0;
 

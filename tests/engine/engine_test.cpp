@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/engine/engine_fixture.hpp"
-#include "api/rrl_call_args.h"
 #include "api/rrl_conf.h"
 #include "script/script.hpp"
+#include "tests/engine/engine_fixture.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace rrl_test {
 namespace {

@@ -1,4 +1,4 @@
-// rrl_reply_decode on the script's reply, and error_kind().
+// rrl::decode_reply() on the script's reply, and error_kind().
 //
 // Input: byte 0 picks the mode, byte 1 is nlimits, then int64 values,
 // little-endian (a short tail is zero-padded).
@@ -13,12 +13,15 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "topology/redis_errors.hpp"
-#include "fuzz_check.hpp"
 #include "api/rrl.h"
+#include "base/guard.hpp"
+#include "fuzz_check.hpp"
+#include "script/script_reply.hpp"
+#include "topology/redis_errors.hpp"
 
 namespace {
 
@@ -56,6 +59,21 @@ private:
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
+// rrl::decode_reply() into limits and *d, guarded as the core's callers
+// are: RRL_OK, or RRL_ERROR
+int reply_decode(const std::int64_t* values, std::size_t n, std::size_t nlimits,
+                 rrl_limit_result_t* limits, rrl_decision_t* d) {
+    return rrl::guarded("a reply", RRL_ERROR, [&] {
+        std::string error;
+        auto decoded = rrl::decode_reply(values, n, nlimits, &error);
+        if (!decoded) return RRL_ERROR;
+        std::memcpy(limits, decoded->limits.data(),
+                    nlimits * sizeof(rrl_limit_result_t));
+        *d = decoded->decision;
+        return RRL_OK;
+    });
+}
+
 void check_decision(const std::int64_t* values, std::size_t n,
                     std::size_t nlimits) {
     // exactly nlimits results, in a heap block of that size (ASan catches
@@ -65,7 +83,7 @@ void check_decision(const std::int64_t* values, std::size_t n,
     for (std::size_t i = 0; i < nlimits; i++) limits[i] = {7, 7, 7, 7};
     rrl_decision_t d{7, 7, 7, 7, 7, 7, 7};
 
-    int rc = rrl_reply_decode(values, n, nlimits, limits.get(), &d);
+    int rc = reply_decode(values, n, nlimits, limits.get(), &d);
     FUZZ_CHECK(rc == RRL_OK || rc == RRL_ERROR);
     if (rc != RRL_OK) return;
 
@@ -195,7 +213,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
             std::size_t huge = (SIZE_MAX / RRL_REPLY_PER_LIMIT + 1) + k;
             rrl_limit_result_t limits[4];
             rrl_decision_t d{};
-            FUZZ_CHECK(rrl_reply_decode(v.data(), n, huge, limits, &d) ==
+            FUZZ_CHECK(reply_decode(v.data(), n, huge, limits, &d) ==
                        RRL_ERROR);
             break;
         }

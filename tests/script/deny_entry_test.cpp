@@ -291,7 +291,7 @@ TEST(DenyApplies, DecodedAsARejectionByTheCachedLimit) {
 
     rrl_limit_result_t limits[2];
     rrl_decision_t d{};
-    ASSERT_EQ(rrl_reply_decode(reply.data(), reply.size(), 2, limits, &d),
+    ASSERT_EQ(rrl_test::reply_decode(reply.data(), reply.size(), 2, limits, &d),
               RRL_OK);
     EXPECT_EQ(d.passed, 0);
     EXPECT_EQ(d.reported, 1u);

@@ -1,5 +1,5 @@
 // Every algorithm's state and every wait stay within what the module's
-// decoder takes (rrl_call_reply_decode(): waits up to RRL_MAX_STATE_MS, a
+// decoder takes (rrl_test::call_reply_decode(): waits up to RRL_MAX_STATE_MS, a
 // remaining up to the applied limit's capacity), whatever a settlement, an
 // override or a cost does to them; and a change of limit (an override set
 // or deleted) takes effect at once on leaky_bucket too (issue 25). Real
@@ -10,12 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "script/algorithm.hpp"
-#include "tests/support/call_limit.hpp"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
 #include "api/rrl_settle.h"
+#include "script/algorithm.hpp"
 #include "tests/script/script_fixture.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace {
 
@@ -96,8 +95,8 @@ class BoundsTest : public ScriptFixture {
         Decoded d;
         d.raw = v;
         rrl_decision_t decision{};
-        d.rc = rrl_call_reply_decode(v.data(), v.size(), &c, 1, &d.result,
-                                     &decision);
+        d.rc = rrl_test::call_reply_decode(v.data(), v.size(), &c, 1, &d.result,
+                                           &decision);
         return d;
     }
 

@@ -15,10 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "script/algorithm.hpp"
-#include "tests/support/redis_server.hpp"
 #include "api/rrl.h"
+#include "script/algorithm.hpp"
 #include "script/script.hpp"
+#include "tests/support/call_limit.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace rrl_test {
 
@@ -238,9 +239,9 @@ class ScriptFixture : public ::testing::Test {
             res.limits.push_back({v[0], v[1], v[2], v[3]});
         }
         std::vector<rrl_limit_result_t> decoded(limits.size());
-        res.decode_rc =
-            rrl_reply_decode(res.raw.data(), res.raw.size(), limits.size(),
-                             decoded.data(), &res.decision);
+        res.decode_rc = rrl_test::reply_decode(res.raw.data(), res.raw.size(),
+                                               limits.size(), decoded.data(),
+                                               &res.decision);
         return res;
     }
 

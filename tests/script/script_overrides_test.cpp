@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "script/algorithm.hpp"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "script/algorithm.hpp"
 #include "tests/script/script_fixture.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace {
 

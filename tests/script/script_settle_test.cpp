@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "script/algorithm.hpp"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "script/algorithm.hpp"
 #include "tests/script/script_fixture.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace {
 
@@ -122,8 +122,9 @@ class SettleTest : public ScriptFixture {
         EXPECT_EQ(v[1], now);
         rrl_limit_result_t decoded[1];
         rrl_decision_t decision{};
-        EXPECT_EQ(rrl_reply_decode(v.data(), v.size(), 1, decoded, &decision),
-                  RRL_OK);
+        EXPECT_EQ(
+            rrl_test::reply_decode(v.data(), v.size(), 1, decoded, &decision),
+            RRL_OK);
         return {v[2], v[3], v[4], v[5]};
     }
 

@@ -190,7 +190,8 @@ TEST_F(SlidingLogTest, ARequestThatFailsInABatchFailsAlone) {
     for (size_t i = 6; i < 12; i++) failed.push_back(r->element[i]->integer);
     rrl_limit_result_t limit;
     rrl_decision_t decision;
-    EXPECT_EQ(rrl_reply_decode(failed.data(), failed.size(), 1, &limit, &decision),
+    EXPECT_EQ(rrl_test::reply_decode(failed.data(), failed.size(), 1, &limit,
+                                     &decision),
               RRL_ERROR)
         << "the module gives that request its fail mode";
 }

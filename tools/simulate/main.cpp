@@ -12,12 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "script/algorithm.hpp"
-#include "topology/redis_errors.hpp"
-#include "script/rate.hpp"
 #include "api/rrl.h"
+#include "script/algorithm.hpp"
+#include "script/rate.hpp"
 #include "script/script.hpp"
+#include "script/script_reply.hpp"
 #include "simulate.hpp"
+#include "topology/redis_errors.hpp"
 
 namespace {
 
@@ -280,12 +281,11 @@ public:
                 }
                 values.push_back(r->element[i]->integer);
             }
-            rrl_limit_result_t limit;
-            rrl_decision_t decision;
-            if (rrl_reply_decode(values.data(), values.size(), 1, &limit,
-                                 &decision) != RRL_OK) {
-                die("EVALSHA: undecodable reply");
-            }
+            std::string why;
+            auto decoded =
+                rrl::decode_reply(values.data(), values.size(), 1, &why);
+            if (!decoded) die("EVALSHA: undecodable reply: " + why);
+            const rrl_decision_t& decision = decoded->decision;
             if (decision.now_us != now_us) {
                 die("the script did not take the injected time " +
                     std::to_string(now_us) + " (saw " +

@@ -27,20 +27,6 @@ size_t rrl_key_build(char *buf, const char *zone, size_t zone_len,
 const char *rrl_script_sha1(void) RRL_NOEXCEPT;
 
 /*
- * Decodes the script's reply, given as the integers of its array, into one
- * result per limit and the decision for the request.
- */
-int rrl_reply_decode(const int64_t *values, size_t n, size_t nlimits,
-    rrl_limit_result_t *limits, rrl_decision_t *decision) RRL_NOEXCEPT;
-
-/*
- * The decision on n results at now_us, as rrl_reply_decode() makes it: for
- * one made without Redis's reply (the lease table's, the deny cache's).
- */
-void rrl_decision_of(const rrl_limit_result_t *results, size_t n,
-    int64_t now_us, rrl_decision_t *decision) RRL_NOEXCEPT;
-
-/*
  * A rejection of one limit (result->passed == 0), from a call sent at
  * sent_us, learned at now_us: 1 and *entry when it is worth keeping (it
  * ends after now_us), 0 otherwise (a pass, a cost over the zone's

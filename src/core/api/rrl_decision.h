@@ -8,7 +8,7 @@
 
 #include "base/rrl_decision_types.h"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_call_args_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,7 +16,7 @@ extern "C" {
 
 /*
  * passed: the decoded decision's (reply, cached, local); delay_us: its
- * wait, rrl_call_delay()'s. RRL_ERROR on an unknown outcome or fail mode.
+ * wait, rrl_request_delay()'s. RRL_ERROR on an unknown outcome or fail mode.
  */
 int rrl_decide(const rrl_settings_t *settings, int outcome, int passed,
     int64_t delay_us, rrl_verdict_t *verdict) RRL_NOEXCEPT;

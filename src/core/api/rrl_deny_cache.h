@@ -9,6 +9,7 @@
 #ifndef RRL_DENY_CACHE_H
 #define RRL_DENY_CACHE_H
 
+#include "base/rrl_call_args_types.h"
 #include "base/rrl_deny_cache_types.h"
 #include "api/rrl.h"
 #include "api/rrl_engine.h"
@@ -42,10 +43,20 @@ uint32_t rrl_deny_redis_of(const rrl_engine_conf_t *e,
  * Redis's values (deny_applies()) when RRL_DENY_REJECTED, otherwise an
  * idle key's (passed, the capacity, no wait), as the limit was not
  * consulted. A request with one limit rejected is decided on its results
- * by rrl_decision_of(), with this server's time standing for Redis's.
+ * by rrl_request_decide_at(), with this server's time standing for Redis's.
  */
 int rrl_deny_answer(const rrl_deny_entry_t *entry,
     const rrl_deny_limit_t *limit, int64_t now_us, rrl_limit_result_t *result)
+    RRL_NOEXCEPT;
+
+/*
+ * The limit a deny cache entry shows on the requests it rejects: the one
+ * the rejection was decided under (an override's), kept from *limit;
+ * then written into the limit of such a request.
+ */
+void rrl_deny_keep_shown(rrl_deny_entry_t *entry,
+    const rrl_call_limit_t *limit) RRL_NOEXCEPT;
+void rrl_deny_shown(const rrl_deny_entry_t *entry, rrl_call_limit_t *limit)
     RRL_NOEXCEPT;
 
 #ifdef __cplusplus

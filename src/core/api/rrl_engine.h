@@ -13,6 +13,7 @@
 #include "base/rrl_engine_types.h"
 #include "api/rrl.h"
 #include "api/rrl_metrics_count.h"
+#include "api/rrl_request.h"
 #include "api/rrl_tls.h"
 
 #ifdef __cplusplus
@@ -26,18 +27,17 @@ rrl_engine_t *rrl_engine_new(const rrl_engine_conf_t *conf,
 void rrl_engine_free(rrl_engine_t *engine) RRL_NOEXCEPT;
 
 /*
- * The script's check of limits (n; zones[j] names limit j's zone, a batch
- * sending each zone's arguments once), sha the script's SHA-1: in a cluster
- * one part a slot of the keys, each to its primary, in the batches of this
- * turn (engine/engine.hpp). Keys and arguments are copied. done(request,
- * data) runs once, from a posted event, after every reply, a failure or
- * the timeout; result is written then. NULL: not made now (no connection,
- * the breaker open, too many parked: logged and counted); decide at once.
+ * The script's check of the request's limits, sha the script's
+ * SHA-1: in a cluster one part a slot of the keys, each to its primary, in
+ * the batches of this turn (engine/engine.hpp). Keys and arguments are
+ * copied. done(r, data) runs once, from a posted event, after every reply,
+ * a failure or the timeout; the request's reply (rrl_request_reply()) is
+ * written then, and until then or rrl_engine_detach() the request must
+ * live. NULL: not made now (no connection, the breaker open, too many
+ * parked: logged and counted); decide at once.
  */
 rrl_engine_call_t *rrl_engine_call(rrl_engine_t *engine, const char *sha,
-    size_t sha_len, const rrl_call_limit_t *limits, const void *const *zones,
-    size_t n, rrl_engine_result_t *result, rrl_engine_done_pt done,
-    void *request, void *data) RRL_NOEXCEPT;
+    size_t sha_len, rrl_request_t *request, rrl_engine_done_pt done, void *r, void *data) RRL_NOEXCEPT;
 /* the request goes away: done() will not run, the reply is dropped */
 void rrl_engine_detach(rrl_engine_call_t *call) RRL_NOEXCEPT;
 

@@ -14,18 +14,21 @@
 
 #include "base/rrl_lease_call_types.h"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_call_args_types.h"
 #include "api/rrl_engine.h"
+#include "api/rrl_request.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* rrl::lease_call_check(): RRL_LEASE_NONE, _DECIDED or _ASK */
-int rrl_lease_call_check(rrl_call_limit_t *limits,
-    rrl_lease_entry_t *const *entries, size_t n, int ask, int64_t now_us,
-    int64_t wall_us, int64_t renew_timeout_us, rrl_limit_result_t *results,
-    rrl_decision_t *decision, uint64_t *renew) RRL_NOEXCEPT;
+/*
+ * rrl::lease_call_check() on a request, after rrl_request_lease_entry() of
+ * each lease limit: RRL_LEASE_NONE, _DECIDED (then rrl_request_renewal()
+ * of each limit) or _ASK
+ */
+int rrl_lease_call_check(rrl_request_t *request, int ask, int64_t now_us,
+    int64_t wall_us, int64_t renew_timeout_us) RRL_NOEXCEPT;
 
 /* rrl::lease_call_learn(): the metrics' RRL_LEASE_* event, -1: none */
 int rrl_lease_call_learn(const rrl_call_limit_t *limit,

@@ -10,7 +10,7 @@
 
 #include "base/rrl_settle_types.h"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_call_args_types.h"
 #include "api/rrl_decision.h"
 #include "api/rrl_engine.h"
 

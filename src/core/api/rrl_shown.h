@@ -9,7 +9,7 @@
 
 #include "base/rrl_shown_types.h"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
+#include "base/rrl_call_args_types.h"
 
 #ifdef __cplusplus
 extern "C" {

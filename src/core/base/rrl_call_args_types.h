@@ -64,7 +64,7 @@ typedef struct {
     uint64_t              period_ms;
     uint64_t              burst;       /* as the algorithm uses it */
     /*
-     * the zone's own rate and burst (rrl_call_limit()), which bound a
+     * the zone's own rate and burst (rrl::call_limit()), which bound a
      * delay: limit, period_ms and burst become an override's once decoded;
      * zone_limit 0: as limit, period_ms and burst
      */
@@ -85,7 +85,7 @@ typedef struct {
     uint64_t              lease_want;     /* W */
     uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */
-    /* set by rrl_call_reply_decode() */
+    /* set by rrl::call_reply_decode() */
     uint64_t              lease_granted;  /* G */
     int64_t               lease_ttl_us;   /* the lifetime */
     /* settle=VALUE (rrl_settle.h): A, and T, Redis's time of the charge */

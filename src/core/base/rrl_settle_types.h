@@ -36,7 +36,7 @@ extern "C" {
  * What a settlement brought: results NULL when the call failed or was not
  * made (error says why, error_len 0: not made); else one per limit, the
  * check of each limit's cost after the settlement (not committed) as
- * rrl_call_reply_decode() decodes it into results and *decision, with
+ * rrl::call_reply_decode() decodes it into results and *decision, with
  * Redis's time redis_now_us. limits are the settlement's copies (keys
  * included), valid during the call only.
  */

@@ -68,7 +68,7 @@ struct Verdict {
 };
 
 // passed: the decoded decision's, for reply, cached and local; delay_us:
-// its wait (rrl_call_delay()), for reply and local
+// its wait (Request::delay_us()), for reply and local
 Verdict decide(const Settings& settings, Outcome outcome, bool passed,
                std::int64_t delay_us = 0);
 

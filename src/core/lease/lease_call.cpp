@@ -5,6 +5,7 @@
 
 #include "base/guard.hpp"
 #include "base/small_vector.hpp"
+#include "decide/request.hpp"
 #include "lease/lease.hpp"
 #include "script/call_reply.hpp"
 #include "script/script_reply.hpp"
@@ -14,6 +15,14 @@ namespace rrl {
 rrl_lease_limit_t lease_limit_of(const rrl_call_limit_t& c,
                                  std::uint64_t cost) {
     return {c.algorithm, c.limit, c.period_ms, c.burst, c.lease, cost};
+}
+
+int lease_call_check(Request& request, bool ask, std::int64_t now_us,
+                     std::int64_t wall_us, std::int64_t renew_timeout_us) {
+    return lease_call_check(request.limits(), request.lease_entries(),
+                            request.size(), ask, now_us, wall_us,
+                            renew_timeout_us, request.results(),
+                            &request.decision(), request.renewals());
 }
 
 int lease_call_check(rrl_call_limit_t* limits,

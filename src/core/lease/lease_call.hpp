@@ -14,6 +14,8 @@
 
 namespace rrl {
 
+class Request;
+
 // A call limit's lease numbers, at cost.
 rrl_lease_limit_t lease_limit_of(const rrl_call_limit_t& limit,
                                  std::uint64_t cost);
@@ -40,6 +42,12 @@ int lease_call_check(rrl_call_limit_t* limits,
                      std::int64_t now_us, std::int64_t wall_us,
                      std::int64_t renew_timeout_us, rrl_limit_result_t* results,
                      rrl_decision_t* decision, std::uint64_t* renew);
+
+// lease_call_check() on a request: its limits, the lease entries the
+// caller set (request.lease_entries()), its results and decision, and each
+// limit's renewal into request.renewals().
+int lease_call_check(Request& request, bool ask, std::int64_t now_us,
+                     std::int64_t wall_us, std::int64_t renew_timeout_us);
 
 // The end of a call for a lease limit (how: RRL_LEASE_CALL_*; result:
 // Redis's answer for the limit, REJECTED and PASSED only) into its key's

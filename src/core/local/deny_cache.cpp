@@ -87,4 +87,18 @@ int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
     return ended ? RRL_DENY_ENDED : RRL_DENY_MISS;
 }
 
+void deny_keep_shown(rrl_deny_entry_t& entry, const rrl_call_limit_t& limit) {
+    entry.override = limit.override;
+    entry.shown_limit = limit.limit;
+    entry.shown_period_ms = limit.period_ms;
+    entry.shown_burst = limit.burst;
+}
+
+void deny_shown(const rrl_deny_entry_t& entry, rrl_call_limit_t& limit) {
+    limit.override = entry.override;
+    limit.limit = entry.shown_limit;
+    limit.period_ms = entry.shown_period_ms;
+    limit.burst = entry.shown_burst;
+}
+
 }  // namespace rrl

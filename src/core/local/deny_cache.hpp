@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/rrl_call_args_types.h"
+#include "base/rrl_deny_cache_types.h"
 #include "base/rrl_engine_types.h"
 #include "base/rrl_types.h"
 
@@ -37,5 +39,11 @@ std::uint32_t deny_redis_of(const rrl_engine_conf_t& e,
 // in result (see rrl_deny_answer()); entry may be null.
 int deny_answer(const rrl_deny_entry_t* entry, const rrl_deny_limit_t& limit,
                 std::int64_t now_us, rrl_limit_result_t& result);
+
+// The limit an entry shows on the requests it rejects: the one the
+// rejection was decided under (an override's), kept from limit; then
+// written into the limit of such a request.
+void deny_keep_shown(rrl_deny_entry_t& entry, const rrl_call_limit_t& limit);
+void deny_shown(const rrl_deny_entry_t& entry, rrl_call_limit_t& limit);
 
 }  // namespace rrl

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "script/algorithm.hpp"
-#include "decide/problem.hpp"
 #include "api/wrap/capi.hpp"
+#include "decide/problem.hpp"
+#include "script/algorithm.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace {
 
@@ -47,8 +48,8 @@ Shown shown(const std::vector<std::string>& zones,
     }
     std::vector<rrl_limit_result_t> results(limits.size());
     Shown s{};
-    EXPECT_EQ(rrl_reply_decode(v.data(), v.size(), limits.size(),
-                               results.data(), &s.decision),
+    EXPECT_EQ(rrl_test::reply_decode(v.data(), v.size(), limits.size(),
+                                     results.data(), &s.decision),
               RRL_OK);
     const std::string& z = zones[s.decision.reported];
     s.field = rrl::ratelimit(z, s.decision.remaining, s.decision.reset_after)

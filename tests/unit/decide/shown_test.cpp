@@ -38,8 +38,8 @@ struct Request {
             v.insert(v.end(), r.begin(), r.end());
             if (r[0] == 0) v[0] = 0;
         }
-        EXPECT_EQ(rrl_reply_decode(v.data(), v.size(), limits.size(),
-                                   results.data(), &decision),
+        EXPECT_EQ(rrl_test::reply_decode(v.data(), v.size(), limits.size(),
+                                         results.data(), &decision),
                   RRL_OK);
         shown = {RRL_STATUS_PASSED,
                  1,

@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "local/deny_entry.hpp"
 #include "api/rrl.h"
 #include "api/rrl_conf.h"
 #include "api/rrl_deny_cache.h"
 #include "api/rrl_engine.h"
+#include "local/deny_entry.hpp"
+#include "tests/support/call_limit.hpp"
 
 namespace {
 
@@ -228,10 +229,10 @@ TEST(DenyReply, EachLimitAnsweredThenTheRequestDecidedOnTheResults) {
                                        w[0], w[1], w[2], w[3]};
     rrl_limit_result_t decoded[2];
     rrl_decision_t expected{}, decision{};
-    ASSERT_EQ(rrl_reply_decode(reply.data(), reply.size(), 2, decoded,
-                               &expected),
+    ASSERT_EQ(rrl_test::reply_decode(reply.data(), reply.size(), 2, decoded,
+                                     &expected),
               RRL_OK);
-    rrl_decision_of(results, 2, wall, &decision);
+    decision = rrl::decide_results(results, 2, wall);
     EXPECT_EQ(decision.passed, 0);
     EXPECT_EQ(decision.now_us, wall);
     EXPECT_EQ(decision.reported, 1u);

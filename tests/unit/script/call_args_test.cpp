@@ -8,14 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/call_limit.hpp"
 #include "script/cost.hpp"
 #include "script/key.hpp"
-#include "api/rrl_call_args.h"
+#include "tests/support/call_limit.hpp"
 #include "tests/support/test_call.hpp"
-
-// where rrl_call_limit() writes a limit's Redis key
-static char redis_key_buf[1024];
 
 namespace {
 
@@ -117,24 +113,28 @@ TEST(CallArgs, ReplyDecodedWithinCapacity) {
     rrl_limit_result_t r[2];
     rrl_decision_t d;
 
-    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
-              RRL_OK);
+    EXPECT_EQ(
+        rrl_test::call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+        RRL_OK);
     EXPECT_EQ(r[1].remaining, 8);
 
     v[7] = 9;  // more than the bucket holds: not the script's reply
-    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
-              RRL_ERROR);
+    EXPECT_EQ(
+        rrl_test::call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+        RRL_ERROR);
     v[7] = 8;
     v[3] = 8;
     EXPECT_EQ(rrl::over_capacity(nullptr, r, 0), 0u);
-    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
-              RRL_ERROR);
+    EXPECT_EQ(
+        rrl_test::call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+        RRL_ERROR);
     // a malformed reply, an unknown algorithm
-    EXPECT_EQ(rrl_call_reply_decode(v.data(), 3, l.data(), 2, r, &d),
+    EXPECT_EQ(rrl_test::call_reply_decode(v.data(), 3, l.data(), 2, r, &d),
               RRL_ERROR);
     l[0].algorithm = 99;
-    EXPECT_EQ(rrl_call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
-              RRL_ERROR);
+    EXPECT_EQ(
+        rrl_test::call_reply_decode(v.data(), v.size(), l.data(), 2, r, &d),
+        RRL_ERROR);
 }
 
 namespace {
@@ -216,11 +216,11 @@ TEST(CallArgsLease, TheReplyIsWider) {
         lease_limit("A", RRL_FIXED_WINDOW, 1, 5),
         limit("B", RRL_FIXED_WINDOW, 5, 1000, 0, 1, "k")};
     EXPECT_EQ(
-        rrl_reply_values(l.data(), 2),
+        rrl_test::reply_values(l.data(), 2),
         size_t{RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * 2 + RRL_REPLY_LEASE});
     EXPECT_EQ(RRL_REPLY_LEASE, 2);
     l[1].lease = 1;
-    EXPECT_EQ(rrl_reply_values(l.data(), 2), size_t{2 + 6 * 2});
+    EXPECT_EQ(rrl_test::reply_values(l.data(), 2), size_t{2 + 6 * 2});
 }
 
 struct LeaseDecoded {
@@ -232,8 +232,8 @@ struct LeaseDecoded {
 LeaseDecoded decode(const std::vector<int64_t>& v,
                     std::vector<rrl_call_limit_t>& l) {
     LeaseDecoded out{};
-    out.rc = rrl_call_reply_decode(v.data(), v.size(), l.data(), l.size(),
-                                   out.r, &out.d);
+    out.rc = rrl_test::call_reply_decode(v.data(), v.size(), l.data(), l.size(),
+                                         out.r, &out.d);
     return out;
 }
 
@@ -373,52 +373,8 @@ TEST(CallReplyDecodeLease, TheNarrowRepliesLeaveNoGrant) {
     EXPECT_EQ(l[0].lease_granted, 0u);
     EXPECT_EQ(l[0].lease_ttl_us, 0);
     // a batch's failed request: -1 over the full width
-    std::vector<int64_t> failed(rrl_reply_values(l.data(), 2), -1);
+    std::vector<int64_t> failed(rrl_test::reply_values(l.data(), 2), -1);
     EXPECT_EQ(decode(failed, l).rc, RRL_ERROR);
 }
 
 }  // namespace
-
-TEST(CallLimit, TheZonesWithTheRequestsCostKeyAndDelay) {
-    auto zone = limit("A", RRL_TOKEN_BUCKET, 5, 1000, 7, 1, "");
-    zone.overrides = 1;
-    zone.lease = 20;
-    const unsigned char key[] = "client";
-    rrl_call_limit_t l;
-    std::memset(&l, 0xff, sizeof(l));
-
-    rrl_call_limit(&l, &zone, 3, nullptr, 0, key, 6, 250, redis_key_buf);
-
-    EXPECT_EQ(std::string(l.zone, l.zone_len), "A");
-    EXPECT_EQ(l.algorithm, RRL_TOKEN_BUCKET);
-    EXPECT_EQ(l.limit, 5u);
-    EXPECT_EQ(l.period_ms, 1000u);
-    EXPECT_EQ(l.burst, 7u);
-    EXPECT_EQ(l.overrides, 1);
-    EXPECT_EQ(l.lease, 20u);
-    EXPECT_EQ(l.cost, 3u);
-    EXPECT_EQ(l.key, key);
-    EXPECT_EQ(l.key_len, 6u);
-    EXPECT_EQ(std::string(l.redis_key, l.redis_key_len),
-              rrl::build_key("A", *rrl::algorithm(RRL_TOKEN_BUCKET), "client"));
-    EXPECT_EQ(l.delay, 250u);
-    EXPECT_EQ(l.lease_want, 0u);
-    EXPECT_EQ(l.settle_actual, 0u);
-}
-
-TEST(CallLimit, ACostValueIsParsedAsCostEqualsVarIs) {
-    auto zone = limit("A", RRL_FIXED_WINDOW, 5, 1000, 0, 1, "");
-    const unsigned char key[] = "k";
-    rrl_call_limit_t l;
-
-    const char* texts[] = {"4", "", "x", "-1", "0", "2000000001"};
-    for (const char* text : texts) {
-        size_t len = std::strlen(text);
-        rrl_call_limit(&l, &zone, 9,
-                       reinterpret_cast<const unsigned char*>(text), len, key,
-                       1, RRL_DELAY_NONE, redis_key_buf);
-        EXPECT_EQ(l.cost, rrl::request_cost({text, len})) << text;
-        EXPECT_NE(l.cost, 9u) << text;
-    }
-    EXPECT_EQ(l.delay, RRL_DELAY_NONE);
-}

@@ -7,12 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "tests/support/call_limit.hpp"
 #include "local/local_algorithms.hpp"
 #include "local/local_zone.hpp"
-#include "api/rrl_call_args.h"
+#include "tests/support/call_limit.hpp"
 
-// where rrl_call_limit() writes a limit's Redis key
+// where rrl::call_limit() writes a limit's Redis key
 static char redis_key_buf[1024];
 
 namespace {
@@ -128,13 +127,14 @@ TEST(Delay, OtherAlgorithmsNeverDelay) {
 }
 
 // The limit of a request of zone (as configured) with delay=D, decided
-// under a live override's rate and burst (as rrl_call_reply_decode() leaves
-// it).
+// under a live override's rate and burst (as rrl_test::call_reply_decode()
+// leaves it).
 rrl_call_limit_t overridden(const rrl_call_limit_t& zone, std::uint64_t delay,
                             std::uint64_t n, std::uint64_t period_ms,
                             std::uint64_t burst, std::uint64_t cost = 1) {
     rrl_call_limit_t l;
-    rrl_call_limit(&l, &zone, cost, nullptr, 0, nullptr, 0, delay, redis_key_buf);
+    rrl_test::request_limit(&l, &zone, cost, nullptr, 0, nullptr, 0, delay,
+                            redis_key_buf);
     l.override = RRL_OVERRIDE_RATE;
     l.limit = n;
     l.period_ms = period_ms;
@@ -155,7 +155,7 @@ TEST(Delay, AnOverridesSlowerRateWaitsNoLongerThanTheZoneAllows) {
     // the reply: 2 h ahead less 63 ms
     rrl_limit_result_t r{1, 2, 10799937000, 0};
     EXPECT_EQ(rrl::limit_delay_us(l, r, 1), 500000);
-    EXPECT_EQ(rrl_call_delay(&l, &r, 1, 1, 1), 500000);
+    EXPECT_EQ(rrl_test::call_delay(&l, &r, 1, 1, 1), 500000);
 
     // the 6th: 6 h ahead. delay=2: (5 - 2) x 100 ms; cost=2: (5 + 1 - 2)
     // x 100 ms; delay=B: never a wait, as under the zone's own rate
@@ -181,22 +181,25 @@ TEST(Delay, AnOverridesFasterRateWaitsAsItsOwn) {
 }
 
 TEST(Delay, TheBoundNeverShortensTheZonesOwnWaits) {
-    // the zone's own values, as rrl_call_limit() sets them: the waits of
+    // the zone's own values, as rrl::call_limit() sets them: the waits of
     // the tests above, the longest of them exactly the bound
     rrl_call_limit_t zone = leaky(10, 1000, 5, RRL_DELAY_NONE);
     rrl_call_limit_t l;
-    rrl_call_limit(&l, &zone, 2, nullptr, 0, nullptr, 0, 0, redis_key_buf);
+    rrl_test::request_limit(&l, &zone, 2, nullptr, 0, nullptr, 0, 0,
+                            redis_key_buf);
     EXPECT_EQ(l.zone_limit, 10u);
     EXPECT_EQ(waits(l, {0, 0, 0, 0}),
               (std::vector<std::int64_t>{0, 200000, 400000, -1}));
 
     rrl_call_limit_t z4 = leaky(10, 1000, 4, RRL_DELAY_NONE);
-    rrl_call_limit(&l, &z4, 1, nullptr, 0, nullptr, 0, 2, redis_key_buf);
+    rrl_test::request_limit(&l, &z4, 1, nullptr, 0, nullptr, 0, 2,
+                            redis_key_buf);
     EXPECT_EQ(waits(l, {0, 0, 0, 0}, 2),
               (std::vector<std::int64_t>{0, 0, 200000, -1}));
 
     rrl_call_limit_t z6 = leaky(6, 1000, 5, RRL_DELAY_NONE);
-    rrl_call_limit(&l, &z6, 1, nullptr, 0, nullptr, 0, 1, redis_key_buf);
+    rrl_test::request_limit(&l, &z6, 1, nullptr, 0, nullptr, 0, 1,
+                            redis_key_buf);
     std::vector<std::int64_t> w = waits(l, {0, 0, 0, 0, 0, 0, 0});
     EXPECT_NEAR(static_cast<double>(w[5]), 666666.67, 1.0);
     EXPECT_EQ(w[6], -1);
@@ -210,7 +213,7 @@ TEST(Delay, RequestWaitsForTheLongestOfItsLimits) {
     std::vector<rrl_limit_result_t> r = {
         {1, 2, 300000, 0}, {1, 2, 3000000, 0}, {1, 2, 600000, 0}};
     EXPECT_EQ(rrl::request_delay_us(l.data(), r.data(), 3, true, 1), 2000000);
-    EXPECT_EQ(rrl_call_delay(l.data(), r.data(), 3, 1, 1), 2000000);
+    EXPECT_EQ(rrl_test::call_delay(l.data(), r.data(), 3, 1, 1), 2000000);
     EXPECT_EQ(rrl::request_delay_us(l.data(), r.data(), 1, true, 1), 200000);
 }
 
@@ -220,8 +223,8 @@ TEST(Delay, RejectedRequestNeverWaits) {
     std::vector<rrl_limit_result_t> r = {{1, 2, 300000, 0},
                                          {0, 0, 600000, 100000}};
     EXPECT_EQ(rrl::request_delay_us(l.data(), r.data(), 2, false, 1), 0);
-    EXPECT_EQ(rrl_call_delay(l.data(), r.data(), 2, 0, 1), 0);
-    EXPECT_EQ(rrl_call_delay(l.data(), r.data(), 0, 1, 1), 0);
+    EXPECT_EQ(rrl_test::call_delay(l.data(), r.data(), 2, 0, 1), 0);
+    EXPECT_EQ(rrl_test::call_delay(l.data(), r.data(), 0, 1, 1), 0);
 }
 
 }  // namespace

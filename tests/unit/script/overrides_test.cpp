@@ -12,17 +12,17 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/call_plan.hpp"
-#include "script/call_args.hpp"
-#include "tests/support/call_limit.hpp"
-#include "tests/support/test_call.hpp"
-#include "metrics/metrics.hpp"
 #include "api/rrl.h"
-#include "api/rrl_call_args.h"
 #include "api/rrl_decision.h"
+#include "api/rrl_deny_cache.h"
 #include "api/rrl_metrics_count.h"
 #include "api/rrl_shown.h"
+#include "engine/call_plan.hpp"
+#include "metrics/metrics.hpp"
+#include "script/call_args.hpp"
 #include "script/sha1.hpp"
+#include "tests/support/call_limit.hpp"
+#include "tests/support/test_call.hpp"
 
 namespace {
 
@@ -55,9 +55,9 @@ TEST(OverridesArgs, TheAlgorithmNamesTheFlagAndNothingElseChanges) {
     EXPECT_EQ(args[RRL_CALL_KEY(1)], "rrl:{b:k}:tb");
     EXPECT_EQ(args.size(), size_t{RRL_CALL_ARGC(2)});
 
-    EXPECT_EQ(rrl_reply_values(l.data(), 1), 6u);
-    EXPECT_EQ(rrl_reply_values(l.data(), 2), 14u);
-    EXPECT_EQ(rrl_reply_values(l.data() + 1, 1), 10u);
+    EXPECT_EQ(rrl_test::reply_values(l.data(), 1), 6u);
+    EXPECT_EQ(rrl_test::reply_values(l.data(), 2), 14u);
+    EXPECT_EQ(rrl_test::reply_values(l.data() + 1, 1), 10u);
 }
 
 struct Decoded {
@@ -68,8 +68,8 @@ struct Decoded {
 
 Decoded decode(const Values& v, std::vector<rrl_call_limit_t>& l) {
     Decoded d{RRL_ERROR, std::vector<rrl_limit_result_t>(l.size()), {}};
-    d.rc = rrl_call_reply_decode(v.data(), v.size(), l.data(), l.size(),
-                                 d.results.data(), &d.decision);
+    d.rc = rrl_test::call_reply_decode(v.data(), v.size(), l.data(), l.size(),
+                                       d.results.data(), &d.decision);
     return d;
 }
 
@@ -260,7 +260,7 @@ TEST(OverridesDecode, NarrowRepliesStillDecode) {
     EXPECT_EQ(l[0].override, RRL_OVERRIDE_NONE);
     EXPECT_EQ(l[0].limit, 5u);
     // a batch's failed request (-1 throughout) is refused
-    Values failed(rrl_reply_values(l.data(), 2), -1);
+    Values failed(rrl_test::reply_values(l.data(), 2), -1);
     EXPECT_EQ(decode(failed, l).rc, RRL_ERROR);
 }
 
@@ -287,15 +287,15 @@ TEST(OverridesLog, TheInvalidOverridesLine) {
         limit("api", RRL_FIXED_WINDOW, 5, 1000, 0, true, "a\"b\x01");
     l.override = RRL_OVERRIDE_INVALID;
     char buf[512];
-    size_t n = rrl_override_message(buf, sizeof(buf), &l, 1);
+    size_t n = rrl_test::override_message(buf, sizeof(buf), &l, 1);
     EXPECT_EQ(std::string(buf, n),
               "redis_ratelimit: invalid override of zone \"api\", key "
               "\"a\\x22b\\x01\" in \"rrl:{api:a\\x22b\\x01}:limit\", the "
               "zone's rate applies");
-    EXPECT_EQ(rrl_override_message(nullptr, 0, &l, 1), n);
+    EXPECT_EQ(rrl_test::override_message(nullptr, 0, &l, 1), n);
     // as put() writes: nothing when it does not fit
     char small[8] = "unset";
-    EXPECT_EQ(rrl_override_message(small, sizeof(small), &l, 1), n);
+    EXPECT_EQ(rrl_test::override_message(small, sizeof(small), &l, 1), n);
     EXPECT_STREQ(small, "unset");
 }
 
@@ -307,13 +307,14 @@ TEST(OverridesLog, TheFirstInvalidOverride) {
         limit("c", RRL_FIXED_WINDOW, 5, 1000, 0, true, "k3")};
     l[0].override = RRL_OVERRIDE_RATE;
     char buf[512];
-    EXPECT_EQ(rrl_override_message(buf, sizeof(buf), l.data(), l.size()), 0u);
+    EXPECT_EQ(rrl_test::override_message(buf, sizeof(buf), l.data(), l.size()),
+              0u);
     l[1].override = RRL_OVERRIDE_INVALID;
     l[2].override = RRL_OVERRIDE_INVALID;
-    size_t n = rrl_override_message(buf, sizeof(buf), l.data(), l.size());
+    size_t n = rrl_test::override_message(buf, sizeof(buf), l.data(), l.size());
     EXPECT_NE(std::string(buf, n).find("zone \"b\", key \"k2\""),
               std::string::npos);
-    EXPECT_EQ(rrl_override_message(buf, sizeof(buf), l.data(), 0), 0u);
+    EXPECT_EQ(rrl_test::override_message(buf, sizeof(buf), l.data(), 0), 0u);
 }
 
 // A rejection logs the zone's rate as written, or the override applied.

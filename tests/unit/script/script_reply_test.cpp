@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "topology/redis_errors.hpp"
 #include "api/rrl.h"
+#include "tests/support/call_limit.hpp"
+#include "topology/redis_errors.hpp"
 
 namespace {
 
@@ -42,8 +43,8 @@ Decoded decode(const std::vector<std::int64_t>& v, size_t nlimits) {
     Decoded d{};
     d.limits.assign(nlimits + 1, rrl_limit_result_t{7, 7, 7, 7});
     d.decision = rrl_decision_t{7, 7, 7, 7, 7, 7, 7};
-    d.rc = rrl_reply_decode(v.data(), v.size(), nlimits, d.limits.data(),
-                            &d.decision);
+    d.rc = rrl_test::reply_decode(v.data(), v.size(), nlimits, d.limits.data(),
+                                  &d.decision);
     // the C API writes exactly nlimits results
     EXPECT_EQ(d.limits[nlimits].passed, 7);
     EXPECT_EQ(d.limits[nlimits].remaining, 7);

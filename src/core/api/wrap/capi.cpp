@@ -35,28 +35,6 @@ size_t rrl_key_build(char* buf, const char* zone, size_t zone_len,
     });
 }
 
-int rrl_reply_decode(const int64_t* values, size_t n, size_t nlimits,
-                     rrl_limit_result_t* limits,
-                     rrl_decision_t* decision) noexcept {
-    return guarded("rrl_reply_decode", RRL_ERROR, [&] {
-        std::string error;
-        auto d = rrl::decode_reply(values, n, nlimits, &error);
-        if (!d) {
-            rrl::log(LogLevel::error, "unexpected script reply: " + error);
-            return RRL_ERROR;
-        }
-        std::memcpy(limits, d->limits.data(),
-                    nlimits * sizeof(rrl_limit_result_t));
-        *decision = d->decision;
-        return RRL_OK;
-    });
-}
-
-void rrl_decision_of(const rrl_limit_result_t* results, size_t n,
-                     int64_t now_us, rrl_decision_t* decision) noexcept {
-    *decision = rrl::decide_results(results, n, now_us);
-}
-
 int rrl_deny_learn(int64_t sent_us, int64_t now_us,
                    const rrl_deny_limit_t* limit,
                    const rrl_limit_result_t* result,

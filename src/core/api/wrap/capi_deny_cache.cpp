@@ -23,3 +23,13 @@ int rrl_deny_answer(const rrl_deny_entry_t* entry,
                     rrl_limit_result_t* result) noexcept {
     return rrl::deny_answer(entry, *limit, now_us, *result);
 }
+
+void rrl_deny_keep_shown(rrl_deny_entry_t* entry,
+                         const rrl_call_limit_t* limit) noexcept {
+    rrl::deny_keep_shown(*entry, *limit);
+}
+
+void rrl_deny_shown(const rrl_deny_entry_t* entry,
+                    rrl_call_limit_t* limit) noexcept {
+    rrl::deny_shown(*entry, *limit);
+}

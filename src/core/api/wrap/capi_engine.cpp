@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "api/wrap/capi.hpp"
+#include "api/wrap/capi_request.hpp"
 #include "engine/engine.hpp"
 #include "script/call_args.hpp"
 
@@ -38,17 +39,17 @@ void rrl_engine_free(rrl_engine_t* engine) noexcept {
 }
 
 rrl_engine_call_t* rrl_engine_call(rrl_engine_t* engine, const char* sha,
-                                   size_t sha_len,
-                                   const rrl_call_limit_t* limits,
-                                   const void* const* zones, size_t n,
-                                   rrl_engine_result_t* result,
-                                   rrl_engine_done_pt done, void* request,
+                                   size_t sha_len, rrl_request_t* request,
+                                   rrl_engine_done_pt done, void* r,
                                    void* data) noexcept {
     return guarded("a call", (rrl_engine_call_t*)nullptr, [&] {
+        rrl::Request& q = request->request;
         rrl::CallLimits l;
-        if (!rrl::to_call_limits(limits, n, l)) return (rrl_engine_call_t*)nullptr;
-        return engine->engine.call({sha, sha_len}, "", l.data(),
-                                   zones, n, result, done, request, data);
+        if (!rrl::to_call_limits(q.limits(), q.size(), l)) {
+            return (rrl_engine_call_t*)nullptr;
+        }
+        return engine->engine.call({sha, sha_len}, "", l.data(), q.zones(),
+                                   q.size(), &q.reply(), done, r, data);
     });
 }
 

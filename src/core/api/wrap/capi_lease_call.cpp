@@ -1,23 +1,19 @@
 // The C API of leases (rrl_lease_call.h): guarded, forwarded to
 // lease/lease_call.hpp.
-#include "api/wrap/capi.hpp"
-#include "lease/lease_call.hpp"
 #include "api/rrl_lease_call.h"
+#include "api/wrap/capi.hpp"
+#include "api/wrap/capi_request.hpp"
+#include "lease/lease_call.hpp"
 
 using rrl::capi::guarded;
 
 extern "C" {
 
-int rrl_lease_call_check(rrl_call_limit_t* limits,
-                         rrl_lease_entry_t* const* entries, size_t n, int ask,
-                         int64_t now_us, int64_t wall_us,
-                         int64_t renew_timeout_us,
-                         rrl_limit_result_t* results, rrl_decision_t* decision,
-                         uint64_t* renew) noexcept {
+int rrl_lease_call_check(rrl_request_t* request, int ask, int64_t now_us,
+                         int64_t wall_us, int64_t renew_timeout_us) noexcept {
     return guarded("a lease check", RRL_LEASE_NONE, [&] {
-        return rrl::lease_call_check(limits, entries, n, ask != 0, now_us,
-                                     wall_us, renew_timeout_us, results,
-                                     decision, renew);
+        return rrl::lease_call_check(request->request, ask != 0, now_us,
+                                     wall_us, renew_timeout_us);
     });
 }
 
