@@ -90,7 +90,7 @@ ngx_http_redis_ratelimit_shm_lookup(ngx_http_redis_ratelimit_shm_t *shm,
     ngx_int_t           rc;
     ngx_rbtree_node_t  *node, *sentinel;
 
-    hash = ngx_crc32_short(key->data, key->len);
+    hash = ngx_murmur_hash2(key->data, key->len);
 
     node = shm->sh->rbtree.root;
     sentinel = shm->sh->rbtree.sentinel;
@@ -138,7 +138,7 @@ ngx_http_redis_ratelimit_shm_alloc(ngx_http_redis_ratelimit_shm_t *shm,
         }
     }
 
-    node->key = ngx_crc32_short(key->data, key->len);
+    node->key = ngx_murmur_hash2(key->data, key->len);
 
     sn = ngx_http_redis_ratelimit_shm_node(node);
 

@@ -2,9 +2,9 @@
 /*
  * The module's shared memory tables (the deny cache, the local zones, the
  * leases, the metrics of zones), as limit_req's zones: entries of one size
- * by key, in an rbtree of the keys' CRC32 and an LRU queue; when memory runs
- * out, ended entries and then the oldest not busy are dropped. Every call
- * but init_zone and create is made under the lock.
+ * by key, in an rbtree of the keys' MurmurHash2 (four bytes a step: they
+ * are long Redis keys) and an LRU queue; when memory runs out, ended entries
+ * and then the oldest not busy are dropped. All but init_zone, create locked.
  */
 
 
