@@ -125,7 +125,7 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
         /* read before the call: a rejection learned from it ends by Redis's */
         ctx->sent = ngx_http_redis_ratelimit_clock();
 
-        rc = ngx_http_redis_ratelimit_lease_check(r, ctx, 0);
+        rc = ngx_http_redis_ratelimit_lease_check(r, ctx, 0, ctx->sent);
 
         if (rc != NGX_DECLINED) {
             /* decided from leases, as by a reply of Redis's (or failed) */
@@ -136,7 +136,8 @@ ngx_http_redis_ratelimit_handler(ngx_http_request_t *r)
 
         } else {
             /* what the leases ask of the call: given back once it is made */
-            ctx->call = (ngx_http_redis_ratelimit_lease_check(r, ctx, 1)
+            ctx->call = (ngx_http_redis_ratelimit_lease_check(r, ctx, 1,
+                                                              ctx->sent)
                          == NGX_DECLINED)
                         ? ngx_http_redis_ratelimit_call(r, ctx,
                                                 ngx_http_redis_ratelimit_done)

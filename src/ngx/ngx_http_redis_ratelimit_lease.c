@@ -27,9 +27,8 @@ static void ngx_http_redis_ratelimit_lease_learned(void *arg, const char *key,
 
 ngx_int_t
 ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask)
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask, int64_t now)
 {
-    int64_t                                now;
     uint64_t                               renew;
     ngx_int_t                              rc;
     ngx_str_t                              key;
@@ -48,7 +47,6 @@ ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
     }
 
     shm = rmcf->lease_zone->data;
-    now = ngx_http_redis_ratelimit_clock();
     tp = ngx_timeofday();
 
     ngx_http_redis_ratelimit_shm_lock(shm);
@@ -126,7 +124,8 @@ ngx_http_redis_ratelimit_lease_learn(ngx_http_redis_ratelimit_ctx_t *ctx,
     }
 
     return (how == RRL_LEASE_CALL_REJECTED)
-           ? ngx_http_redis_ratelimit_lease_check(ctx->owner, ctx, 0)
+           ? ngx_http_redis_ratelimit_lease_check(ctx->owner, ctx, 0,
+                                           ngx_http_redis_ratelimit_clock())
            : NGX_DECLINED;
 }
 

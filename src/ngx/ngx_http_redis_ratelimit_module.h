@@ -208,12 +208,12 @@ rrl_engine_call_t *ngx_http_redis_ratelimit_call(ngx_http_request_t *r,
 rrl_engine_t *ngx_http_redis_ratelimit_engine(void);
 
 /*
- * lease: "lease=P%". Without ask, NGX_OK: decided from the leases of every
- * limit, into ctx->request. NGX_DECLINED: ask Redis (with ask, the
- * request's limits carry what the lease limits want).
+ * lease: "lease=P%", at now (the monotonic clock, us). Without ask, NGX_OK:
+ * decided from the leases of every limit, into ctx->request. NGX_DECLINED:
+ * ask Redis (with ask, the request's limits carry what the leases want).
  */
 ngx_int_t ngx_http_redis_ratelimit_lease_check(ngx_http_request_t *r,
-    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask);
+    ngx_http_redis_ratelimit_ctx_t *ctx, ngx_uint_t ask, int64_t now);
 /* a call asked ends (RRL_LEASE_CALL_*); NGX_OK: refused, decided anew */
 ngx_int_t ngx_http_redis_ratelimit_lease_learn(
     ngx_http_redis_ratelimit_ctx_t *ctx, int how);

@@ -101,13 +101,14 @@ bool Request::add(const void* id, const rrl_call_limit_t& zone,
                   std::string_view key, std::uint64_t delay, char* redis_key) {
     if (size_ == capacity_) return false;
 
-    rrl_call_limit_t& limit = limits_[size_];
-    limit = call_limit(zone, cost, cost_text, key, delay, redis_key);
+    // made in place: a limit is some 200 bytes, copied once from its zone
+    auto* limit = new (&limits_[size_]) rrl_call_limit_t(
+        call_limit(zone, cost, cost_text, key, delay, redis_key));
     zones_[size_] = id;
     results_[size_] = rrl_limit_result_t{};
     lease_entries_[size_] = nullptr;
     renewals_[size_] = 0;
-    reply_.capacity += reply_width(limit.lease != 0, limit.overrides != 0);
+    reply_.capacity += reply_width(limit->lease != 0, limit->overrides != 0);
     size_++;
     return true;
 }
