@@ -139,6 +139,12 @@ bool Settlement::start(engine::Engine* engine, std::string_view sha,
         s->prepare(sha, kSettleForm, l.data(), zones, n,
                    RRL_REPLY_HEADER + RRL_REPLY_PER_LIMIT * n);
         s->results_.resize(n);
+        // the call holds its keys now: no pointer into the request's pool
+        // outlives the request (settled() makes a key from the client's)
+        for (rrl_call_limit_t& x : s->limits_) {
+            x.redis_key = nullptr;
+            x.redis_key_len = 0;
+        }
 
         std::unique_ptr<BackgroundCall> call(std::move(s));
         Settlement& st = static_cast<Settlement&>(*call);

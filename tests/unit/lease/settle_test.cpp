@@ -305,6 +305,7 @@ struct Settled {
     std::vector<rrl_limit_result_t> limits;
     std::vector<std::string> keys;
     std::vector<uint64_t> actual;
+    std::vector<const char*> redis_keys;  // as given: pointers, not read
     rrl_decision_t decision{};
     int64_t redis_now = 0, sent = 0;
     std::string error;
@@ -320,6 +321,7 @@ struct Settled {
             s->keys.emplace_back(reinterpret_cast<const char*>(limits[i].key),
                                  limits[i].key_len);
             s->actual.push_back(limits[i].settle_actual);
+            s->redis_keys.push_back(limits[i].redis_key);
             if (results != nullptr) s->limits.push_back(results[i]);
         }
         if (decision != nullptr) s->decision = *decision;
@@ -392,6 +394,28 @@ TEST_F(SettleEngine, SettledOnceWithTheReply) {
     EXPECT_NE(
         std::find(batch.begin(), batch.end(), "100:30:" + std::to_string(kT)),
         batch.end());
+}
+
+// A request's Redis keys live in its pool, which is gone by the reply: the
+// call holds its own copy, and settled() gets no pointer to the old ones.
+TEST_F(SettleEngine, KeepsNoPointerToTheRequestsRedisKeys) {
+    start();
+    Settled s;
+    std::string pool_key = "rrl:{z:a}:sw";
+    rrl_call_limit_t l = settling("z", RRL_SLIDING_WINDOW, 100, 30, kT, "a");
+    l.redis_key = pool_key.data();
+    l.redis_key_len = pool_key.size();
+    const void* zone = &zone_;
+    ASSERT_EQ(settle_on(&rrl::capi::engine_of(engine.get()), rrl_script_sha1(),
+                        &l, &zone, 1, s),
+              RRL_OK);
+    pool_key.assign(pool_key.size(), '#');  // the pool is gone
+
+    ASSERT_TRUE(loop.run_until([&] { return s.calls > 0; }));
+    ASSERT_TRUE(s.results);
+    EXPECT_EQ(s.redis_keys, (std::vector<const char*>{nullptr}));
+    EXPECT_EQ(rrl_test::batch_requests(last_batch()),
+              (std::vector<Argv>{{"rrl:{z:a}:sw"}}));
 }
 
 // The "nobody waits": a settlement rides in the batch of the
