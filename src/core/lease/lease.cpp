@@ -139,8 +139,14 @@ std::uint64_t lease_capacity(const rrl_lease_limit_t& limit) {
 }
 
 std::uint64_t lease_most(const rrl_lease_limit_t& limit) {
-    LeaseRate most =
-        LeaseRate{lease_capacity(limit)} * std::min(limit.percent, 100u) / 100;
+    std::uint64_t capacity = lease_capacity(limit);
+    std::uint64_t percent = std::min(limit.percent, 100u);
+    // in 64 bits where the product fits, as it does for every real zone: a
+    // lease decision runs this on each request, and a 128-bit division is a
+    // call of its own
+    LeaseRate most = capacity <= UINT64_MAX / 100
+                         ? LeaseRate{capacity * percent / 100}
+                         : LeaseRate{capacity} * percent / 100;
     return most < 1 ? 1 : static_cast<std::uint64_t>(most);
 }
 

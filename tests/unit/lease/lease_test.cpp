@@ -100,6 +100,25 @@ std::uint64_t size_at(const rrl_lease_limit_t& l, std::uint64_t seen_cur,
 
 // --- decide ---------------------------------------------------------------
 
+// P% of the capacity, at least 1: in 64 bits for every real zone, in 128
+// where capacity times 100 would not fit, the same rule
+TEST(LeaseMost, PercentOfTheCapacityAtLeastOne) {
+    auto l = [](std::uint64_t n, unsigned percent) {
+        return rrl_lease_limit_t{RRL_FIXED_WINDOW, n, 1000, 0, percent, 1};
+    };
+    EXPECT_EQ(rrl::lease_most(l(1000, 10)), 100u);
+    EXPECT_EQ(rrl::lease_most(l(1000, 250)), 1000u);  // 100% at the most
+    EXPECT_EQ(rrl::lease_most(l(5, 10)), 1u);         // 0.5: at least 1
+    EXPECT_EQ(rrl::lease_most(l(999, 33)), 329u);     // rounded down
+
+    const std::uint64_t edge = UINT64_MAX / 100;
+    EXPECT_EQ(rrl::lease_most(l(edge, 100)), edge);
+    EXPECT_EQ(rrl::lease_most(l(edge + 1, 100)), edge + 1);
+    EXPECT_EQ(rrl::lease_most(l(edge + 1, 50)), (edge + 1) / 2);
+    EXPECT_EQ(rrl::lease_most(l(UINT64_MAX, 10)), UINT64_MAX / 10);
+    EXPECT_EQ(rrl::lease_most(l(UINT64_MAX, 100)), UINT64_MAX);
+}
+
 TEST(LeaseDecide, ConsumesTheCostAndAnswersAsTheScript) {
     rrl_lease_limit_t l = sw1000(3);
     rrl_lease_entry_t e = alive(l, 50);
