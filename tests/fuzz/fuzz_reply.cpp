@@ -1,4 +1,4 @@
-// rrl::decode_reply() on the script's reply, and error_kind().
+// rrl::decode_reply_into() on the script's reply, and error_kind().
 //
 // Input: byte 0 picks the mode, byte 1 is nlimits, then int64 values,
 // little-endian (a short tail is zero-padded).
@@ -59,18 +59,14 @@ private:
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
-// rrl::decode_reply() into limits and *d, guarded as the core's callers
-// are: RRL_OK, or RRL_ERROR
+// rrl::decode_reply_into(), guarded as the core's callers are: RRL_OK, or
+// RRL_ERROR
 int reply_decode(const std::int64_t* values, std::size_t n, std::size_t nlimits,
                  rrl_limit_result_t* limits, rrl_decision_t* d) {
     return rrl::guarded("a reply", RRL_ERROR, [&] {
-        std::string error;
-        auto decoded = rrl::decode_reply(values, n, nlimits, &error);
-        if (!decoded) return RRL_ERROR;
-        std::memcpy(limits, decoded->limits.data(),
-                    nlimits * sizeof(rrl_limit_result_t));
-        *d = decoded->decision;
-        return RRL_OK;
+        return rrl::decode_reply_into(values, n, nlimits, limits, d)
+                   ? RRL_OK
+                   : RRL_ERROR;
     });
 }
 

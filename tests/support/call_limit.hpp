@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/log.hpp"
+#include "api/wrap/capi.hpp"
 #include "base/rrl_call_args_types.h"
 #include "decide/request.hpp"
 #include "script/call_args.hpp"
@@ -62,30 +62,20 @@ inline void request_limit(rrl_call_limit_t* l, const rrl_call_limit_t* zone,
                          redis_key);
 }
 
-// the integers of the script's reply to a check of these limits
+// rrl::reply_values() of these limits (0: an unknown algorithm)
 inline std::size_t reply_values(const rrl_call_limit_t* limits, std::size_t n) {
-    std::size_t values = RRL_REPLY_HEADER;
-    for (std::size_t i = 0; i < n; i++) {
-        values +=
-            rrl::reply_width(limits[i].lease != 0, limits[i].overrides != 0);
-    }
-    return values;
+    rrl::CallLimits l;
+    return rrl::to_call_limits(limits, n, l) ? rrl::reply_values(l.data(), n)
+                                             : 0;
 }
 
-// rrl::decode_reply() into results and *decision: RRL_OK, or RRL_ERROR
-// (logged, as Request::decode_local() does)
+// rrl::decode_reply_into(): RRL_OK, or RRL_ERROR (logged)
 inline int reply_decode(const std::int64_t* values, std::size_t n,
                         std::size_t nlimits, rrl_limit_result_t* results,
                         rrl_decision_t* decision) {
-    std::string error;
-    auto d = rrl::decode_reply(values, n, nlimits, &error);
-    if (!d) {
-        rrl::log(rrl::LogLevel::error, "unexpected script reply: " + error);
-        return RRL_ERROR;
-    }
-    std::copy(d->limits.begin(), d->limits.end(), results);
-    *decision = d->decision;
-    return RRL_OK;
+    return rrl::decode_reply_into(values, n, nlimits, results, decision)
+               ? RRL_OK
+               : RRL_ERROR;
 }
 
 // rrl::call_reply_decode(): RRL_OK, or RRL_ERROR
@@ -105,15 +95,12 @@ inline std::int64_t call_delay(const rrl_call_limit_t* limits,
     return rrl::request_delay_us(limits, results, n, passed != 0, share);
 }
 
-// rrl::invalid_override_message(), as snprintf writes: its whole length,
-// written only when it fits
+// rrl::invalid_override_message() as the C API writes it
+// (rrl_request_override_message(): rrl::capi::put(), as snprintf does)
 inline std::size_t override_message(char* buf, std::size_t size,
                                     const rrl_call_limit_t* limits,
                                     std::size_t n) {
-    std::string m = rrl::invalid_override_message(limits, n);
-    if (buf != nullptr && m.size() <= size)
-        std::memcpy(buf, m.data(), m.size());
-    return m.size();
+    return rrl::capi::put(rrl::invalid_override_message(limits, n), buf, size);
 }
 
 }  // namespace rrl_test

@@ -4,7 +4,6 @@
 #include <new>
 #include <string>
 
-#include "base/log.hpp"
 #include "script/algorithm.hpp"
 #include "script/call_args.hpp"
 #include "script/call_reply.hpp"
@@ -128,15 +127,8 @@ bool Request::decode() {
 }
 
 bool Request::decode_local() {
-    std::string error;
-    auto d = decode_reply(reply_.values, reply_.nvalues, size_, &error);
-    if (!d) {
-        log(LogLevel::error, "unexpected script reply: " + error);
-        return false;
-    }
-    std::copy(d->limits.begin(), d->limits.end(), results_);
-    decision_ = d->decision;
-    return true;
+    return decode_reply_into(reply_.values, reply_.nvalues, size_, results_,
+                             &decision_);
 }
 
 void Request::decide_at(std::int64_t now_us) {

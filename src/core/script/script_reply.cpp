@@ -1,5 +1,9 @@
 #include "script/script_reply.hpp"
 
+#include <algorithm>
+
+#include "base/log.hpp"
+
 namespace rrl {
 
 namespace {
@@ -106,6 +110,20 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
 
     d.decision = decide_results(d.limits.data(), nlimits, now_us, hidden);
     return d;
+}
+
+bool decode_reply_into(const std::int64_t* values, std::size_t n,
+                       std::size_t nlimits, rrl_limit_result_t* results,
+                       rrl_decision_t* decision) {
+    std::string error;
+    auto d = decode_reply(values, n, nlimits, &error);
+    if (!d) {
+        log(LogLevel::error, "unexpected script reply: " + error);
+        return false;
+    }
+    std::copy(d->limits.begin(), d->limits.end(), results);
+    *decision = d->decision;
+    return true;
 }
 
 rrl_decision_t decide_results(const rrl_limit_result_t* results,

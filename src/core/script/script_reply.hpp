@@ -28,6 +28,13 @@ std::optional<Decoded> decode_reply(const std::int64_t* values, std::size_t n,
                                     std::size_t nlimits, std::string* error,
                                     const bool* hidden = nullptr);
 
+// decode_reply() into results (nlimits of them) and *decision: false, and
+// logged as an unexpected script reply, when it is not one the script can
+// have sent. For a reply of 4 integers a limit (the local zone's).
+bool decode_reply_into(const std::int64_t* values, std::size_t n,
+                       std::size_t nlimits, rrl_limit_result_t* results,
+                       rrl_decision_t* decision);
+
 // The decision on results (one per limit, each valid) at now_us: the
 // reported limit and its header values, as decode_reply() sets them; a
 // limit marked in hidden (n flags, or none) is never the reported one
