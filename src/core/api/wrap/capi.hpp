@@ -25,9 +25,12 @@ using rrl::guarded;
 // The worker's engine behind the C API's handle (capi_engine.cpp).
 engine::Engine& engine_of(rrl_engine_t* engine) noexcept;
 
-// snprintf's convention: the whole length, written only when it fits.
+// snprintf's convention: the whole length, written only when it fits
+// (buf may be NULL when size is 0: memcpy must not see it then).
 inline size_t put(const std::string& value, char* buf, size_t size) noexcept {
-    if (value.size() <= size) std::memcpy(buf, value.data(), value.size());
+    if (buf != nullptr && value.size() <= size) {
+        std::memcpy(buf, value.data(), value.size());
+    }
     return value.size();
 }
 
