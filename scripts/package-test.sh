@@ -25,7 +25,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 
-work=$(mktemp -d /tmp/rrl-package-test.XXXXXX)
+# no "." before the random part: nginx's build maps sources to objects with
+# unanchored seds (".c" -> ".o"), and a build dir like "...test.cXXXXX"
+# (1 in 62) became "...test.oXXXXX", a path that does not exist
+work=$(mktemp -d /tmp/rrl-package-test-XXXXXX)
 chmod 755 "$work"
 installed_before=0
 if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null \
