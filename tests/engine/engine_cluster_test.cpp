@@ -68,10 +68,10 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, TheSlotMapFromASeedRoutesEachKey) {
     engine = make_engine(conf, loop);
-    // no map yet: no call is made
+    // no map yet: no call is made (unlogged while the seed is asked)
     TestCall early({ka});
     EXPECT_FALSE(early.start(engine.get()));
-    EXPECT_TRUE(loop.logged("no connection to " + a.name()));
+    EXPECT_FALSE(loop.logged("no connection to"));
     EXPECT_EQ(loop.errors[RRL_METRICS_ERR_CONNECTION], 1u);
 
     start();
@@ -372,6 +372,29 @@ TEST_F(ClusterTest, ClusterSlotsUnansweredTimesOut) {
     EXPECT_TRUE(loop.logged("CLUSTER SLOTS on " + a.name() + " timed out"));
     loop.advance(100);  // asked again soon
     ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 2; }));
+}
+
+// A request before the first slot map fails (the fail mode), unlogged while
+// the map's question is out: its answer, or why none comes (a refused AUTH,
+// a timeout), is what the worker's one failure line of that second says.
+// Once the question has failed, a request's failure is logged again.
+TEST_F(ClusterTest, NoSlotMapYetIsNotLoggedWhileItsQuestionIsOut) {
+    a.handler = [](FakeConn&, const Argv& x) {
+        return x[0] == "CLUSTER" ? std::string() : redis_reply(x);
+    };
+    engine = make_engine(conf, loop);
+    ASSERT_TRUE(loop.run_until([&] { return a.count("CLUSTER SLOTS") == 1; }));
+    TestCall asking({ka});
+    EXPECT_FALSE(asking.start(engine.get()));
+    EXPECT_FALSE(loop.logged("no connection to"));
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_CONNECTION], 1u);
+
+    loop.advance(400);  // connect_timeout + timeout: the question failed
+    ASSERT_TRUE(loop.logged("CLUSTER SLOTS on " + a.name() + " timed out"));
+    TestCall failed({ka});
+    EXPECT_FALSE(failed.start(engine.get()));
+    EXPECT_TRUE(loop.logged("no connection to"));
+    EXPECT_EQ(loop.errors[RRL_METRICS_ERR_CONNECTION], 2u);
 }
 
 TEST_F(ClusterTest, AMovedOfAnotherSlotIsNotFollowed) {

@@ -224,11 +224,16 @@ rrl_engine_call_t* Engine::call(std::string_view sha, std::string_view form,
     size_t nparts = c.parts();
 
     // every part must have somewhere to go, or none is sent
+    bool asking = topology && topology->asking();
     for (size_t i = 0; i < nparts; i++) {
         Node* node = route(c.slot(i));
         if (node == nullptr || node->ac == nullptr) {
-            failure("no connection to %s",
-                    node ? node->name.c_str() : server.c_str());
+            // no map or primary yet, its question out: the answer, or why
+            // none comes, is what the second's one failure line says
+            if (node || !asking) {
+                failure("no connection to %s",
+                        node ? node->name.c_str() : server.c_str());
+            }
             loop.error(RRL_METRICS_ERR_CONNECTION);
             free_call(call);
             return nullptr;

@@ -172,6 +172,8 @@ class Topology {
     void moved(unsigned slot, Node* node);
     // Sentinel: the primary named last
     Node* primary() const { return static_cast<Node*>(primary_.node()); }
+    // the slot map's or the primary's question is out
+    bool asking() const { return refresher_.asking; }
 
    private:
     Node* cluster_target();

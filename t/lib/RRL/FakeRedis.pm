@@ -50,6 +50,9 @@ package RRL::FakeRedis;
 #                     new address (127.0.0.1, a port not used before)
 #   clusterdown       -CLUSTERDOWN
 #   readonly          -READONLY (a replica given as the primary)
+#   auth_denied_late  AUTH refused (-WRONGPASS) after delay seconds, and
+#                     every other command -NOAUTH, answered in order: a
+#                     slow Redis given a wrong password
 #
 #   my $f = RRL::FakeRedis->new(behaviour => 'malformed', dir => $t->testdir);
 #   $f->port; $f->stats;   # {EVALSHA => n, 'SCRIPT LOAD' => n, connections => n, ...}
@@ -73,7 +76,7 @@ use RRL::Test ();
 my %BEHAVIOURS = map { $_ => 1 } qw(valid malformed wrong_type wrong_count
     bad_values huge_time huge_remaining huge_bulk flood split silent close
     error noscript_forever extra extra_inflight extra_status moved ask
-    ask_churn clusterdown readonly);
+    ask_churn clusterdown readonly auth_denied_late);
 
 sub behaviours { sort keys %BEHAVIOURS }
 
@@ -353,6 +356,13 @@ sub serve {
                     if $cmd eq 'CLIENT' || $cmd eq 'SCRIPT';
                 $stats{$cmd}++;
 
+                if ($behaviour eq 'auth_denied_late') {
+                    $queue->($c, @{ $cmd eq 'AUTH'
+                        ? ["-WRONGPASS invalid username-password pair or "
+                            . "user is disabled.\r\n", time + $delay]
+                        : ["-NOAUTH Authentication required.\r\n"] });
+                    next;
+                }
                 if ($cmd eq 'SCRIPT LOAD') {
                     my $sha = sha1_hex($args->[2] // '');
                     $queue->($c, "\$40\r\n$sha\r\n");
