@@ -69,7 +69,10 @@
 --   then per request: its number of limits n, then per limit: its zone
 --     (1 to z) and its cost ("C:W:B:T" for a lease zone). (Zones once,
 --     not per limit: every number is a strtod in Lua, and most of a
---     batch's limits share a few zones.)
+--     batch's limits share a few zones.) "*<r>" before a request's count:
+--     r requests in a row of that one shape (count, zones, costs), each
+--     with its own keys, in turn: a batch's requests mostly have the same
+--     (Redis makes an object of each argument, and Lua a string).
 --   Reply: each request's check reply, one after another; a request
 --     whose commands Redis failed (a key of another type, out of memory)
 --     has -1 for passed and for each of its limits' integers (all 4, 8 or
@@ -159,10 +162,10 @@ local function algorithm_of(name)
         lease_fields = function(l, field)
           local c, w, b, t = string.match(field, '^(%d+):(%d+):(%d+):(%d+)$')
           if not c then return false end
-          c, b, t = whole(tonumber(c), 0), whole(tonumber(b), 0),
-            whole(tonumber(t), 0)
+          c, b, t = whole(number(c), 0), whole(number(b), 0),
+            whole(number(t), 0)
           if not (c and b and t) then return false end
-          w = whole(tonumber(w), math.max(c, 1))
+          w = whole(number(w), math.max(c, 1))
           if not w then return false end
           l.cost, l.want, l.back, l.back_at = c, w, b, t
           return true
@@ -306,11 +309,11 @@ local function settle_fields(l, field)
   local n, p, b
   if not e and l.overrides then
     e, x, t, n, p, b = string.match(field, charged_field)
-    n, p, b = whole(tonumber(n), 1), whole(tonumber(p), 1), whole(tonumber(b), 0)
+    n, p, b = whole(number(n), 1), whole(number(p), 1), whole(number(b), 0)
     if not (n and p and b) then return false end
     l.charged = { n, p * 1000, b }
   end
-  e, x, t = whole(tonumber(e), 0), whole(tonumber(x), 0), whole(tonumber(t), 0)
+  e, x, t = whole(number(e), 0), whole(number(x), 0), whole(number(t), 0)
   if not (e and x and t) then return false end
   l.estimate, l.actual, l.at, l.cost = e, x, t, math.max(e, 1)
   return true
@@ -390,7 +393,8 @@ local function check(limits, now, reply)
       ok, remaining, reset, retry = l.algorithm.check(l, now)
     end
     if ok == 0 then passed = 0 end
-    reply[e], reply[e + 1], reply[e + 2], reply[e + 3] = ok, remaining, reset, retry
+    reply[e], reply[e + 1], reply[e + 2], reply[e + 3] =
+      ok, remaining, reset, retry
     e = e + 4
     if l.lease then
       reply[e], reply[e + 1] = granted, life
@@ -443,78 +447,79 @@ if batch then
     zones[z] = zone
     a = a + 4
   end
-  -- counts, zone numbers and costs repeat ("1"): a table lookup is much
-  -- cheaper than tonumber's strtod
-  local numbers = {}
-  local function number(s)
-    local v = numbers[s]
-    if v == nil then
-      v = tonumber(s) or false
-      numbers[s] = v
-    end
-    return v
-  end
+  -- counts, zone numbers and costs repeat ("1"): number() converts each
+  -- once (convert.lua)
   local k, nargv, nkeys = 1, #ARGV, #KEYS
   requests = {}
   while a <= nargv do
     local n = number(ARGV[a])
-    local settle = false
+    local settle, run = false, 1
     if not n then
-      -- a settlement's "s<n>"
-      n = string.match(ARGV[a], '^s(%d+)$')
-      n, settle = n and tonumber(n), true
-      settles = true
+      local r = string.match(ARGV[a], '^%*(%d+)$')
+      if r then
+        -- "*<r>": the next request's shape, r requests in a row
+        run, a = number(r), a + 1
+        n = number(ARGV[a])
+      else
+        -- a settlement's "s<n>"
+        n = string.match(ARGV[a], '^s(%d+)$')
+        n, settle = n and tonumber(n), true
+        settles = true
+      end
     end
-    if not n or n < 1 or n % 1 ~= 0 or k + n - 1 > nkeys
-      or a + 2 * n > nargv then
+    if not n or n < 1 or n % 1 ~= 0 or run < 1 or run % 1 ~= 0
+      or k + run * n - 1 > nkeys or a + 2 * n > nargv then
       return redis.error_reply(bad_arguments)
     end
-    local limits = {}
-    for i = 1, n do
-      local zone = zones[number(ARGV[a + 2 * i - 1])]
-      if not zone then return redis.error_reply(bad_arguments) end
-      if settle then
-        -- "E:A:T[:N:P:B]": a lease zone's as its algorithm's
-        local l = {
-          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-          period = zone.period, burst = zone.burst, cost = false,
-          overrides = zone.overrides, estimate = false, actual = false,
-          at = false, charged = false, window = false, count = false,
-          ttl = false, current = false, prev = false, keep_ttl = false,
-        }
-        if not settle_fields(l, ARGV[a + 2 * i]) then
-          return redis.error_reply(bad_arguments)
+    for _ = 1, run do
+      local limits = {}
+      for i = 1, n do
+        local zone = zones[number(ARGV[a + 2 * i - 1])]
+        if not zone then return redis.error_reply(bad_arguments) end
+        if settle then
+          -- "E:A:T[:N:P:B]": a lease zone's as its algorithm's
+          local l = {
+            key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+            period = zone.period, burst = zone.burst, cost = false,
+            overrides = zone.overrides, estimate = false, actual = false,
+            at = false, charged = false, window = false, count = false,
+            ttl = false, current = false, prev = false, keep_ttl = false,
+          }
+          if not settle_fields(l, ARGV[a + 2 * i]) then
+            return redis.error_reply(bad_arguments)
+          end
+          limits[i] = l
+        elseif zone.lease then
+          -- "C:W:B:T"
+          local l = {
+            key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+            period = zone.period, burst = zone.burst, lease = true,
+            cost = false, want = false, back = false, back_at = false,
+            window = false, count = false, ttl = false, current = false,
+            prev = false, keep_ttl = false,
+          }
+          if not lease_fields(l, ARGV[a + 2 * i]) then
+            return redis.error_reply(bad_arguments)
+          end
+          limits[i] = l
+        else
+          local cost = whole(number(ARGV[a + 2 * i]), 1)
+          if not cost then return redis.error_reply(bad_arguments) end
+          limits[i] = {
+            key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
+            period = zone.period, burst = zone.burst, cost = cost,
+            overrides = zone.overrides,
+            -- the algorithms' own fields: setting them never grows the
+            -- table
+            window = false, count = false, ttl = false, current = false,
+            prev = false, keep_ttl = false,
+          }
         end
-        limits[i] = l
-      elseif zone.lease then
-        -- "C:W:B:T": rarely the same twice, not worth the numbers' cache
-        local l = {
-          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-          period = zone.period, burst = zone.burst, lease = true,
-          cost = false, want = false, back = false, back_at = false,
-          window = false, count = false, ttl = false, current = false,
-          prev = false, keep_ttl = false,
-        }
-        if not lease_fields(l, ARGV[a + 2 * i]) then
-          return redis.error_reply(bad_arguments)
-        end
-        limits[i] = l
-      else
-        local cost = whole(number(ARGV[a + 2 * i]), 1)
-        if not cost then return redis.error_reply(bad_arguments) end
-        limits[i] = {
-          key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-          period = zone.period, burst = zone.burst, cost = cost,
-          overrides = zone.overrides,
-          -- the algorithms' own fields: setting them never grows the table
-          window = false, count = false, ttl = false, current = false,
-          prev = false, keep_ttl = false,
-        }
+        k = k + 1
       end
-      k = k + 1
+      if settle then limits.settle = true end
+      requests[#requests + 1] = limits
     end
-    if settle then limits.settle = true end
-    requests[#requests + 1] = limits
     a = a + 1 + 2 * n
   end
   if #requests == 0 or k ~= nkeys + 1 then

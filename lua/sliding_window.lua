@@ -5,129 +5,135 @@
 -- "<window index>:<current>:<prev>", kept while it still weighs: until the
 -- end of the next window. A lease (lease=) counts its units as that many
 -- requests in the current window and lives until that window's end.
-local sliding_window = {}
+-- Its functions, made at the first look into the table (lazy(), in
+-- common.lua): a call pays for the algorithms it uses alone, the whole
+-- script running at each call.
+local function make_sliding_window(sliding_window)
+  -- slack for floating point, in time (microseconds): the estimate's own
+  -- slack is what it decays in that time, so slow rates are not early
+  local slack = 1e-3
 
--- slack for floating point, in time (microseconds): the estimate's own
--- slack is what it decays in that time, so slow rates are not early
-local slack = 1e-3
+  function sliding_window.check(l, now)
+    local capacity = l.limit + l.burst
+    local window = math.floor(now / l.period)
+    local start = window * l.period
+    local elapsed = now - start
+    local current, prev = 0, 0
 
-function sliding_window.check(l, now)
-  local capacity = l.limit + l.burst
-  local window = math.floor(now / l.period)
-  local start = window * l.period
-  local elapsed = now - start
-  local current, prev = 0, 0
-
-  -- l.state: the state a settlement just left (false: none), else read
-  local state = l.state
-  if state == nil then state = redis.call('GET', l.key) end
-  if state then
-    local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
-    w, c, p = tonumber(w), tonumber(c), tonumber(p)
-    if w == window then
-      current, prev = c, p
-      -- it expires at the next window's end already: KEEPTTL costs less
-      l.keep_ttl = true
-    elseif w == window - 1 then
-      prev = c
+    -- l.state: the state a settlement just left (false: none), else read
+    local state = l.state
+    if state == nil then state = redis.call('GET', l.key) end
+    if state then
+      local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
+      w, c, p = number(w), number(c), number(p)
+      if w == window then
+        current, prev = c, p
+        -- it expires at the next window's end already: KEEPTTL costs less
+        l.keep_ttl = true
+      elseif w == window - 1 then
+        prev = c
+      end
     end
+
+    l.window, l.current, l.prev = window, current, prev
+    l.ttl = start + 2 * l.period - now
+
+    local estimate = prev * (l.period - elapsed) / l.period + current
+    -- what the estimate loses in `slack` us
+    local epsilon = prev * slack / l.period + 1e-12
+
+    if estimate + l.cost <= capacity + epsilon then
+      local remaining = math.floor(capacity - estimate - l.cost + epsilon)
+      return 1, remaining, start + 2 * l.period - now, 0
+    end
+
+    local reset = 0
+    if current > 0 then
+      reset = start + 2 * l.period - now
+    elseif prev > 0 then
+      reset = start + l.period - now
+    end
+
+    -- when the estimate has decayed enough for this cost (the whole
+    -- microseconds first: near 1.7e15 a double holds no fraction of e)
+    local retry = l.period
+    if l.cost <= capacity then
+      if current + l.cost > capacity then
+        -- only in the next window, as this one's count decays
+        local e = l.period * (1 - (capacity - l.cost) / current)
+        retry = (start + l.period - now) + e
+      else
+        local e = l.period * (1 - (capacity - l.cost - current) / prev)
+        retry = (start - now) + e
+      end
+    end
+
+    return 0, math.max(0, math.floor(capacity - estimate + epsilon)), reset,
+      math.max(1, math.ceil(retry - slack))
   end
 
-  l.window, l.current, l.prev = window, current, prev
-  l.ttl = start + 2 * l.period - now
-
-  local estimate = prev * (l.period - elapsed) / l.period + current
-  -- what the estimate loses in `slack` us
-  local epsilon = prev * slack / l.period + 1e-12
-
-  if estimate + l.cost <= capacity + epsilon then
-    local remaining = math.floor(capacity - estimate - l.cost + epsilon)
-    return 1, remaining, start + 2 * l.period - now, 0
-  end
-
-  local reset = 0
-  if current > 0 then
-    reset = start + 2 * l.period - now
-  elseif prev > 0 then
-    reset = start + l.period - now
-  end
-
-  -- when the estimate has decayed enough for this cost (the whole
-  -- microseconds first: near 1.7e15 a double holds no fraction of e)
-  local retry = l.period
-  if l.cost <= capacity then
-    if current + l.cost > capacity then
-      -- only in the next window, as this one's count decays
-      local e = l.period * (1 - (capacity - l.cost) / current)
-      retry = (start + l.period - now) + e
+  function sliding_window.commit(l)
+    local state = digits(l.window) .. ':' .. digits(l.current + l.cost) ..
+      ':' .. digits(l.prev)
+    if l.keep_ttl then
+      redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      local e = l.period * (1 - (capacity - l.cost - current) / prev)
-      retry = (start - now) + e
+      redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
     end
   end
 
-  return 0, math.max(0, math.floor(capacity - estimate + epsilon)), reset,
-    math.max(1, math.ceil(retry - slack))
-end
-
-function sliding_window.commit(l)
-  local state = string.format('%d:%d:%d', l.window, l.current + l.cost, l.prev)
-  if l.keep_ttl then
-    redis.call('SET', l.key, state, 'KEEPTTL')
-  else
-    redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
-  end
-end
-
--- Gives back a reservation made at `at` (units: its cost unless given)
--- from its window's count: the
--- stored current one, or the stored previous one once the state has moved
--- on to the next window; only while that count still weighs. The state
--- keeps its window, so its expiry stays the end of the window after it.
--- Negative units (a settlement's charge): -units more to that count, or,
--- when the state holds it no more, to the current window's count.
-function sliding_window.release(l, at, now, units)
-  units = units or l.cost
-  local state = redis.call('GET', l.key)
-  l.state = state -- for a check that follows
-  local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
-  w, c, p = tonumber(w), tonumber(c), tonumber(p)
-  local reserved, window = math.floor(at / l.period), math.floor(now / l.period)
-  local refund = units > 0
-  local stored = w -- the state's window: its expiry stays when kept
-  if not w then
-    if refund then return false end
-    w, c, p = window - 2, 0, 0 -- none: as a state that weighs no more
-  end
-  if w == reserved and w >= window - 1 and (c > 0 or not refund) then
-    c = math.max(0, c - units)
-  elseif w == reserved + 1 and w == window and (p > 0 or not refund) then
-    p = math.max(0, p - units)
-  elseif refund then
-    return false
-  else
-    -- the current window's count, as a check reads the state
-    if w == window - 1 then
-      c, p = 0, c
-    elseif w ~= window then
-      c, p = 0, 0
+  -- Gives back a reservation made at `at` (units: its cost unless given)
+  -- from its window's count: the
+  -- stored current one, or the stored previous one once the state has moved
+  -- on to the next window; only while that count still weighs. The state
+  -- keeps its window, so its expiry stays the end of the window after it.
+  -- Negative units (a settlement's charge): -units more to that count, or,
+  -- when the state holds it no more, to the current window's count.
+  function sliding_window.release(l, at, now, units)
+    units = units or l.cost
+    local state = redis.call('GET', l.key)
+    l.state = state -- for a check that follows
+    local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
+    w, c, p = tonumber(w), tonumber(c), tonumber(p)
+    local reserved = math.floor(at / l.period)
+    local window = math.floor(now / l.period)
+    local refund = units > 0
+    local stored = w -- the state's window: its expiry stays when kept
+    if not w then
+      if refund then return false end
+      w, c, p = window - 2, 0, 0 -- none: as a state that weighs no more
     end
-    w, c = window, c - units
+    if w == reserved and w >= window - 1 and (c > 0 or not refund) then
+      c = math.max(0, c - units)
+    elseif w == reserved + 1 and w == window and (p > 0 or not refund) then
+      p = math.max(0, p - units)
+    elseif refund then
+      return false
+    else
+      -- the current window's count, as a check reads the state
+      if w == window - 1 then
+        c, p = 0, c
+      elseif w ~= window then
+        c, p = 0, 0
+      end
+      w, c = window, c - units
+    end
+    state = string.format('%d:%d:%d', w, c, p)
+    if w == stored and l.estimate then
+      -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
+      -- less (a release's sets it again, as it did)
+      redis.call('SET', l.key, state, 'KEEPTTL')
+    else
+      redis.call('SET', l.key, state,
+        'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+    end
+    l.state = state
+    return true
   end
-  state = string.format('%d:%d:%d', w, c, p)
-  if w == stored and l.estimate then
-    -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
-    -- less (a release's sets it again, as it did)
-    redis.call('SET', l.key, state, 'KEEPTTL')
-  else
-    redis.call('SET', l.key, state,
-      'PX', math.ceil(((w + 2) * l.period - now) / 1000))
-  end
-  l.state = state
-  return true
-end
 
--- Leases: a window's (see the driver); the units left of an ended lease
--- taken at `at` go back as a release of them.
-sliding_window.leases = 'window'
-sliding_window.giveback = sliding_window.release
+  -- Leases: a window's (see the driver); the units left of an ended lease
+  -- taken at `at` go back as a release of them.
+  sliding_window.leases = 'window'
+  sliding_window.giveback = sliding_window.release
+end
+local sliding_window = lazy(make_sliding_window)

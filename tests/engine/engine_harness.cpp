@@ -516,9 +516,28 @@ bool is_release(const Argv& argv) {
     return n != SIZE_MAX && argv[3 + n] == "release";
 }
 
-std::vector<Argv> batch_requests(const Argv& argv) {
+Argv expand_runs(const Argv& argv) {
+    if (!is_batch(argv)) return argv;
+    size_t n = nkeys(argv);
+    size_t zones = std::stoul(argv.at(3 + n + 2));
+    size_t a = 3 + n + 3 + 4 * zones;
+    Argv out(argv.begin(), argv.begin() + a);
+    while (a < argv.size()) {
+        size_t times = 1;
+        if (argv[a][0] == '*') times = std::stoul(argv[a++].substr(1));
+        size_t width = 1 + 2 * entry_limits(argv.at(a));
+        for (size_t r = 0; r < times; r++) {
+            out.insert(out.end(), argv.begin() + a, argv.begin() + a + width);
+        }
+        a += width;
+    }
+    return out;
+}
+
+std::vector<Argv> batch_requests(const Argv& runs) {
     std::vector<Argv> requests;
-    if (!is_batch(argv)) return requests;
+    if (!is_batch(runs)) return requests;
+    Argv argv = expand_runs(runs);
     size_t n = nkeys(argv);
     size_t zones = std::stoul(argv.at(3 + n + 2));
     size_t a = 3 + n + 3 + 4 * zones, k = 3;
@@ -531,8 +550,9 @@ std::vector<Argv> batch_requests(const Argv& argv) {
     return requests;
 }
 
-std::string batch_reply(const Argv& argv,
+std::string batch_reply(const Argv& runs,
                         const std::function<bool(size_t, const Argv&)>& pass) {
+    Argv argv = expand_runs(runs);
     std::vector<std::string> items;
     std::vector<Argv> requests = batch_requests(argv);
     // each limit's zone, whose algorithm tells whether it has overrides

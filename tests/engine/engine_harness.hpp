@@ -193,6 +193,9 @@ bool is_release(const Argv& argv);
 // a batch entry's count "s<n>": a settlement's
 bool is_settle_entry(const std::string& count);
 std::vector<Argv> batch_requests(const Argv& argv);
+// The batch with each run ("*<r>" and a shape) written out as its r
+// requests, as the script reads it.
+Argv expand_runs(const Argv& argv);
 // The batch's reply: each request passed (pass(i, keys)) or rejected,
 // with its right count of integers.
 std::string batch_reply(const Argv& argv,

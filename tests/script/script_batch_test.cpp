@@ -26,22 +26,40 @@ protected:
     // One EVALSHA of the batch form; the raw reply. With persist, the keys
     // are made persistent in the same script call (the TTLs come from
     // injected time, and could run out on the real clock mid-test).
+    // With runs, requests in a row of one shape (count, zones, costs) go
+    // as "*<r>" and the shape once.
     Reply batch_raw(const std::string& now, const std::vector<Request>& reqs,
-                    bool persist = false) {
+                    bool persist = false, bool runs = false) {
         // the zones: each distinct (algorithm, limit, period, burst) once
         std::vector<std::vector<std::string>> zones;
         std::vector<std::string> keys, limits;
+        std::vector<std::string> last_shape;
+        std::size_t run_at = 0;  // where the last shape's "*<r>" goes
+        std::int64_t run = 0;
         for (const Request& req : reqs) {
-            limits.push_back(str(static_cast<std::int64_t>(req.size())));
+            std::vector<std::string> shape = {
+                str(static_cast<std::int64_t>(req.size()))};
             for (const Limit& l : req) {
                 std::vector<std::string> zone = {
                     l.algorithm, str(l.limit), str(l.period_ms), str(l.burst)};
                 auto z = std::find(zones.begin(), zones.end(), zone);
                 if (z == zones.end()) z = zones.insert(z, zone);
                 keys.push_back(l.key);
-                limits.push_back(str(z - zones.begin() + 1));
-                limits.push_back(str(l.cost));
+                shape.push_back(str(z - zones.begin() + 1));
+                shape.push_back(str(l.cost));
             }
+            if (runs && shape == last_shape) {
+                if (++run == 2) {
+                    limits.insert(limits.begin() + run_at, "*2");
+                } else {
+                    limits[run_at] = "*" + str(run);
+                }
+                continue;
+            }
+            run_at = limits.size();
+            run = 1;
+            last_shape = shape;
+            limits.insert(limits.end(), shape.begin(), shape.end());
         }
         std::vector<std::string> argv = {
             "batch", now, str(static_cast<std::int64_t>(zones.size()))};
@@ -56,8 +74,8 @@ protected:
     // The batch at now_us: the reply's integers, asserting its shape.
     std::vector<std::int64_t> batch(std::int64_t now_us,
                                     const std::vector<Request>& reqs,
-                                    bool persist = false) {
-        return integers(batch_raw(str(now_us), reqs, persist));
+                                    bool persist = false, bool runs = false) {
+        return integers(batch_raw(str(now_us), reqs, persist, runs));
     }
 
     // Every key's state, as the script left it (strings and sorted sets).
@@ -158,6 +176,67 @@ TEST_F(BatchTest, DecidesAsOneCallPerRequestInOrder) {
     EXPECT_GT(rejected, 50);
 }
 
+// Requests in a row of one shape go as a run ("*<r>", the shape once):
+// random batches drawn from three shapes, as runs under "r:" keys and
+// request by request under "b:" keys at the same instants, give the same
+// replies and leave the same states.
+TEST_F(BatchTest, ARunDecidesAsItsRequestsOneByOne) {
+    std::mt19937 rng(27);
+    std::int64_t now = kT;
+    const std::vector<std::vector<std::pair<int, std::int64_t>>> shapes = {
+        {{RRL_FIXED_WINDOW, 1}},
+        {{RRL_SLIDING_WINDOW, 2}},
+        {{RRL_FIXED_WINDOW, 1}, {RRL_TOKEN_BUCKET, 1}}};
+    int runs = 0, rejected = 0;
+
+    for (int round = 0; round < 40; round++) {
+        std::vector<Request> as_runs, as_requests;
+        const int n = 1 + static_cast<int>(rng() % 20);
+        std::size_t shape = rng() % 3;
+        for (int r = 0; r < n; r++) {
+            // mostly the shape before: runs of a few
+            if (rng() % 4 == 0) shape = rng() % 3;
+            Request a, b;
+            for (const auto& [alg, cost] : shapes[shape]) {
+                const std::string key =
+                    std::string(rrl::algorithm(alg)->name.data()) + ":" +
+                    std::to_string(rng() % 4);
+                a.push_back(make_limit(alg, "r:" + key, 5, 1000,
+                                       RRL_BURST_UNSET, cost));
+                b.push_back(make_limit(alg, "b:" + key, 5, 1000,
+                                       RRL_BURST_UNSET, cost));
+            }
+            if (r > 0 && a.size() == as_runs.back().size() &&
+                a[0].algorithm == as_runs.back()[0].algorithm) {
+                runs++;
+            }
+            as_runs.push_back(a);
+            as_requests.push_back(b);
+        }
+        std::vector<std::int64_t> got = batch(now, as_runs, true, true);
+        std::vector<std::int64_t> want = batch(now, as_requests, true);
+        ASSERT_EQ(got, want) << "round " << round;
+        for (std::size_t i = 0; i < want.size(); i++) {
+            if (want[i] == 0 && i % 6 == 0) rejected++;
+        }
+
+        std::vector<std::string> rkeys, bkeys;
+        for (const std::string& k : key_names()) {
+            (k[0] == 'r' ? rkeys : bkeys).push_back(k.substr(2));
+        }
+        ASSERT_EQ(rkeys, bkeys) << "round " << round;
+        for (const std::string& k : rkeys) {
+            ASSERT_EQ(states({"r:" + k})[0].substr(1),
+                      states({"b:" + k})[0].substr(1))
+                << "round " << round << " key " << k;
+        }
+        now += static_cast<std::int64_t>(rng() % 300) * kMs;
+    }
+    // runs were sent, and limits were reached inside them
+    EXPECT_GT(runs, 200);
+    EXPECT_GT(rejected, 20);
+}
+
 TEST_F(BatchTest, OneRequestIsTheCheckReply) {
     Result single = run(kT, {fw("s", 2, 1000)});
     std::vector<std::int64_t> got = batch(kT, {{fw("b", 2, 1000)}});
@@ -172,6 +251,30 @@ TEST_F(BatchTest, RequestsOfOneKeyConsumeInOrder) {
     EXPECT_EQ(got, (std::vector<std::int64_t>{1, kT, 1, 1, s, 0,  //
                                               1, kT, 1, 0, s, 0,  //
                                               0, kT, 0, 0, s, s}));
+}
+
+// A write Redis refuses (out of memory) fails the request that made it:
+// -1 but for the time, which no decoder takes, so it gets the fail mode;
+// the batch goes on, and a request that writes nothing keeps its reply.
+TEST_F(BatchTest, AWriteRedisRefusesFailsTheRequestsThatMadeIt) {
+    // a rejection writes nothing
+    batch(kT, {{fw("full", 1, 1000)}});
+    ASSERT_EQ(redis_->status_or_string({"CONFIG", "SET", "maxmemory", "1"}),
+              "OK");
+    ASSERT_EQ(redis_->status_or_string(
+                  {"CONFIG", "SET", "maxmemory-policy", "noeviction"}),
+              "OK");
+    std::vector<std::int64_t> got =
+        batch(kT, {{fw("a", 5, 1000)}, {fw("full", 1, 1000)},
+                   {fw("a", 5, 1000)}});
+    ASSERT_EQ(redis_->status_or_string({"CONFIG", "SET", "maxmemory", "0"}),
+              "OK");
+    const std::int64_t s = 1000 * kMs;
+    EXPECT_EQ(got, (std::vector<std::int64_t>{-1, kT, -1, -1, -1, -1,  //
+                                              0, kT, 0, 0, s, s,       //
+                                              -1, kT, -1, -1, -1, -1}));
+    Reply a = redis_->command({"EXISTS", "a"});
+    EXPECT_EQ(a->integer, 0);
 }
 
 TEST_F(BatchTest, EmptyTimeUsesRedisTime) {
@@ -220,6 +323,13 @@ TEST_F(BatchTest, BadBatchesChangeNothing) {
         {"arguments missing", {"a"}, argv(one_zone, {"1", "1"})},
         {"arguments left over", {"a"}, argv(one_zone, {"1", "1", "1", "x"})},
         {"bad time", {"a"}, argv({"batch", "soon", "1"}, argv(zone, {"1", "1", "1"}))},
+        {"run of 0", {"a"}, argv(one_zone, {"*0", "1", "1", "1"})},
+        {"run of 1.5", {"a"}, argv(one_zone, {"*1.5", "1", "1", "1"})},
+        {"run not a number", {"a"}, argv(one_zone, {"*x", "1", "1", "1"})},
+        {"run without a count", {"a"}, argv(one_zone, {"*2"})},
+        {"run of settlements", {"a", "b"}, argv(one_zone, {"*2", "s1", "1", "1:1:0"})},
+        {"run over the keys", {"a", "b"}, argv(one_zone, {"*3", "1", "1", "1"})},
+        {"run under the keys", {"a", "b", "c"}, argv(one_zone, {"*2", "1", "1", "1"})},
         {"bad cost in the last request",
          {"a", "b"},
          argv(one_zone, {"1", "1", "1", "1", "1", "five"})},

@@ -89,8 +89,48 @@ const std::string& Batch::command(std::string_view sha) {
         }
     }
 
-    resp_array(command_,
-               3 + keys_ + 3 + 4 * ids.size() + entries_.size() + 2 * keys_);
+    // requests in a row of one shape (count, zones, costs) go as a run,
+    // "*<r>" and the shape once: Redis makes an object of each argument,
+    // and Lua a string. Not settlements, nor limits of a lease zone (a
+    // lease's cost fields are each its own, and each is written out).
+    auto runnable = [](const Entry& e) {
+        if (e.plan->settlement()) return false;
+        for (std::size_t j = 0; j < e.limits; j++) {
+            std::string_view a = e.plan->zone_args(e.part, j).algorithm;
+            if (a.size() >= 6 && a.substr(a.size() - 6) == "+lease") {
+                return false;
+            }
+        }
+        return true;
+    };
+    SmallVector<std::size_t, 16> run;  // a run's first entry: its length;
+                                       // the others: 0
+    std::size_t nargs = 0;
+    bool open = false;  // the last run takes more
+
+    for (std::size_t i = 0, first = 0, first_at = 0, at = 0;
+         i < entries_.size(); i++) {
+        const Entry& e = entries_[i];
+        const Entry& f = entries_[first];
+        bool same = open && e.limits == f.limits;
+        for (std::size_t j = 0; same && j < e.limits; j++) {
+            same = zone_of[at + j] == zone_of[first_at + j] &&
+                   e.plan->cost(e.part, j) == f.plan->cost(f.part, j);
+        }
+        if (same) {
+            if (++run[first] == 2) nargs++;  // its "*<r>"
+            run.push_back(0);
+        } else {
+            first = i;
+            first_at = at;
+            open = runnable(e);
+            run.push_back(1);
+            nargs += 1 + 2 * e.limits;
+        }
+        at += e.limits;
+    }
+
+    resp_array(command_, 3 + keys_ + 3 + 4 * ids.size() + nargs);
     resp_bulk(command_, std::string_view("EVALSHA"));
     resp_bulk(command_, sha);
     resp_bulk(command_, keys_);
@@ -114,11 +154,17 @@ const std::string& Batch::command(std::string_view sha) {
         resp_bulk(command_, std::size_t{z.burst});
     }
 
-    // each request: its count ("s<n>": a settlement), then each limit's
-    // zone and cost
+    // each request or run: "*<r>" (a run), its count ("s<n>": a
+    // settlement), then each limit's zone and cost
     std::size_t next = 0;
 
-    for (const Entry& e : entries_) {
+    for (std::size_t i = 0; i < entries_.size(); i++) {
+        const Entry& e = entries_[i];
+        if (run[i] == 0) {
+            next += e.limits;  // in a run: its shape is written
+            continue;
+        }
+        if (run[i] > 1) resp_bulk(command_, "*" + std::to_string(run[i]));
         if (e.plan->settlement()) {
             resp_bulk(command_, "s" + std::to_string(e.limits));
         } else {

@@ -50,7 +50,9 @@ class Batch {
 
     // [EVALSHA sha nkeys key.. "batch" "" nzones (zone's 4 arguments)..
     // (n (zone cost)..)..] in RESP, n "s<n>" for a settlement (its cost
-    // "E:A:T"); built on the first call, then kept.
+    // "E:A:T"), and requests in a row of one shape as one, "*<r>" before
+    // it (not settlements, nor lease zones' limits); built on the first
+    // call, then kept.
     const std::string& command(std::string_view sha);
 
     // Its outcome for the breaker, once a batch: false when every part's

@@ -23,7 +23,7 @@ namespace {
 using rrl_test::call_of;
 using Limit = rrl_test::PlannedLimit;
 
-int zone_a, zone_b;
+int zone_a, zone_b, zone_lease;
 
 // n limits with keys prefix0.., zone a (sliding_window 10 per 1000 ms,
 // burst 3) then b (fixed_window 5 per 60000 ms) in turn, costs 1..5
@@ -135,6 +135,51 @@ TEST(Batch, ASettlementsEntryIsSN) {
         "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
         "$2\r\ns2\r\n$1\r\n1\r\n$23\r\n100:30:1700000000000000\r\n"
         "$1\r\n2\r\n$20\r\n5:9:1700000000000001\r\n";
+    EXPECT_EQ(batch.command("sha"), want);
+}
+
+// Requests in a row of one shape (count, zones, costs) go as a run:
+// "*<r>" and the shape once, their keys in turn. A cost that differs, a
+// count that differs, a settlement or a lease zone's limit starts anew;
+// a lease zone's request is never in a run.
+TEST(Batch, RequestsOfOneShapeInARowGoAsARun) {
+    auto r1 = plan("a", 1), r2 = plan("b", 1), r3 = plan("c", 1);
+    auto two = plan("d", 2), two_again = plan("e", 2);
+    auto other_cost =
+        call_of({{"f0", &zone_a, RRL_SLIDING_WINDOW, 10, 1000, 3, 2}});
+    auto lease1 =
+        call_of({{"g0", &zone_lease, RRL_FIXED_WINDOW, 5, 60000, 0, 1, 10, 4}});
+    auto lease2 =
+        call_of({{"h0", &zone_lease, RRL_FIXED_WINDOW, 5, 60000, 0, 1, 10, 4}});
+    auto last = plan("i", 1);
+    rrl::Batch batch;
+    for (rrl::Call* c :
+         {r1.get(), r2.get(), r3.get(), two.get(), two_again.get(),
+          other_cost.get(), lease1.get(), lease2.get(), last.get()}) {
+        EXPECT_FALSE(batch.add(*c, 0, nullptr));
+    }
+    EXPECT_EQ(batch.size(), 9u);
+
+    const std::string want =
+        "*51\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$2\r\n11\r\n"
+        "$2\r\na0\r\n$2\r\nb0\r\n$2\r\nc0\r\n$2\r\nd0\r\n$2\r\nd1\r\n"
+        "$2\r\ne0\r\n$2\r\ne1\r\n$2\r\nf0\r\n$2\r\ng0\r\n$2\r\nh0\r\n"
+        "$2\r\ni0\r\n"
+        "$5\r\nbatch\r\n$0\r\n\r\n$1\r\n3\r\n" +
+        std::string(kZoneA) +
+        "$12\r\nfixed_window\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
+        "$18\r\nfixed_window+lease\r\n$1\r\n5\r\n$5\r\n60000\r\n$1\r\n0\r\n"
+        // a0 b0 c0: one run of 3
+        "$2\r\n*3\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
+        // d, e: a run of 2 requests of 2 limits
+        "$2\r\n*2\r\n$1\r\n2\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n2\r\n"
+        // f0: cost 2, alone
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n2\r\n"
+        // g0, h0: lease fields, each written
+        "$1\r\n1\r\n$1\r\n3\r\n$7\r\n1:4:0:0\r\n"
+        "$1\r\n1\r\n$1\r\n3\r\n$7\r\n1:4:0:0\r\n"
+        // i0: a shape before it was a lease's: alone
+        "$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n";
     EXPECT_EQ(batch.command("sha"), want);
 }
 
