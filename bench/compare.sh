@@ -11,6 +11,11 @@
 #                    [--scenario a|o|b|c|d|e|s|t|all (all), or a
 #                     list: "c e"]
 #                    [--module SO] [--tls-module SO] [--plain]
+#                    [--server redis-server|valkey-server]
+#
+# --server: the local Redis of every scenario but (d) and (t), which is
+# redis-server; valkey-server (Valkey 8: scripts/install-deps.sh with
+# RRL_VALKEY=1) for the same figures against Valkey.
 #
 # --plain: wrk without a Lua script, on one fixed URL (PATH?k=KEY), for the
 # scenarios of one key, (c) and (e): so that wrk's Lua is not what limits
@@ -114,6 +119,7 @@ seconds_given=
 plain=
 module=$here/build/ngx_http_redis_ratelimit_module.so
 tls_module=$here/build-hiredis1/ngx_http_redis_ratelimit_module.so
+server=redis-server
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
 bad_usage() { sed -n '/^#   bench\/compare.sh/,/^#$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -126,6 +132,7 @@ while [ $# -gt 0 ]; do
         --scenario) scenarios=$2; shift 2 ;;
         --module) module=$2; shift 2 ;;
         --tls-module) tls_module=$2; shift 2 ;;
+        --server) server=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage ;;
     esac
@@ -213,7 +220,8 @@ end
 LUA
 chmod -R a+rX "$dir"
 
-start_redis redis-server --port "$redis_port" --bind 127.0.0.1 \
+command -v "$server" > /dev/null || { echo "no $server" >&2; exit 1; }
+start_redis "$server" --port "$redis_port" --bind 127.0.0.1 \
     --logfile "$dir/redis.log"
 
 # ---------------------------------------------------------------- nginx
@@ -709,7 +717,7 @@ done
 
 echo
 echo "notes:"
-echo "  $(nproc) CPUs; $(nginx -v 2>&1 | sed 's/.*: //'); redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/');" \
+echo "  $(nproc) CPUs; $(nginx -v 2>&1 | sed 's/.*: //'); $server $("$server" --version | sed 's/.*v=\([^ ]*\).*/\1/');" \
      "lua module $(dpkg-query -W -f='${Version}' libnginx-mod-http-lua 2> /dev/null)," \
      "lua-nginx-redis $(dpkg-query -W -f='${Version}' lua-nginx-redis 2> /dev/null); wrk $(dpkg-query -W -f='${Version}' wrk 2> /dev/null)"
 echo "  module: $module"

@@ -1,15 +1,17 @@
 #!/usr/bin/perl
-# Where an EVALSHA (or FCALL) of the script spends its time inside Redis,
-# without nginx: the batch form as the module sends it (one zone, requests
-# of one limit each, cost 1, keys cycling through 10,000 in their window,
-# every request passing; then all on one key, a hot key), at batch sizes
-# 1, 5, 20 and 50, pipelined 32 calls deep. Redis's own INFO commandstats gives the microseconds a call;
-# a straight line through the sizes splits them into the fixed cost of a
-# call and the cost of an entry. Beside it, for scale: a script that only
+# Where an EVALSHA of the script spends its time inside Redis, without
+# nginx: the batch form as the module sends it (one zone, requests of one
+# limit each, cost 1, keys cycling through 10,000 in their window, every
+# request passing; then all on one key, a hot key), at batch sizes 1, 5,
+# 20 and 50, pipelined 32 calls deep. Redis's own INFO commandstats gives
+# the microseconds a call; a straight line through the sizes splits them
+# into the fixed cost of a call and the cost of an entry. Beside it, for scale: a script that only
 # returns (EVALSHA with the same arguments), one that reads and writes each
 # key (GET + SET KEEPTTL, the least an entry can do with the state as it is
-# stored), and native GET / SET KEEPTTL / INCR. Prints figures; asserts
-# nothing; never run by CI. Loopback only; about 30 s.
+# stored), and native GET / SET KEEPTTL / INCR; then what one operation of
+# an entry costs inside a script (redis.call GET and SET, TIME, parsing and
+# formatting a state, a table, a closure). Prints figures; asserts nothing;
+# never run by CI. Loopback only; about 40 s.
 #
 #   bench/script-profile.pl [--server redis-server|valkey-server | --port P]
 #                           [--only (the scripts' rows alone)]
@@ -244,4 +246,44 @@ for my $c (['get', sub { command('GET', "rrl:{p:$_[0]}:fw") }],
     my ($name, $make) = @$c;
     my $usec = measure($name, [map { $make->($_ % $nkeys) } 1 .. 20000]);
     printf "%-28s %7.2f usec a command\n", "native " . uc($name), $usec;
+}
+
+# What one operation of an entry costs inside the script: a loop of
+# 100,000 of it in one EVAL, timed by Redis's TIME, less the empty loop
+my $loop = 100000;
+sub in_script {
+    my ($setup, $body) = @_;
+    my $us = call('EVAL', "local x; $setup\nlocal t0 = redis.call('TIME')\n"
+        . "for i = 1, $loop do $body end\n"
+        . "local t1 = redis.call('TIME')\n"
+        . "return (t1[1] - t0[1]) * 1000000 + (t1[2] - t0[2])", 0);
+    die "$us\n" if $us =~ /^ERROR/;
+    return $us * 1000 / $loop;
+}
+my $empty = in_script('', '');
+print "inside the script, ns an operation (a loop of $loop, less the loop)\n";
+for my $op (
+    ['redis.call GET', "redis.call('SET', 'p:k', '1700000000:1')",
+        "x = redis.call('GET', 'p:k')"],
+    ['redis.call SET KEEPTTL', '',
+        "x = redis.call('SET', 'p:k', '1700000000:1', 'KEEPTTL')"],
+    ['redis.call SET PX', '',
+        "x = redis.call('SET', 'p:k', '1700000000:1', 'PX', 1000)"],
+    ['redis.call TIME', '', "x = redis.call('TIME')"],
+    ['string.match "w:c"', "local s = '1700000000:123'",
+        "x = string.match(s, '^(%d+):(%d+)\$')"],
+    ['tonumber', '', "x = tonumber('1700000000')"],
+    ['string.format "%d:%d"', '', "x = string.format('%d:%d', 1700000000, 123)"],
+    ['concatenation of 3', "local a, c = '1700000000', '124'",
+        "x = a .. ':' .. c"],
+    ['a table of 13 fields', '', 'x = {key = 1, algorithm = 1, limit = 1, '
+        . 'period = 1, burst = 1, cost = 1, overrides = false, window = false, '
+        . 'count = false, ttl = false, current = false, prev = false, '
+        . 'keep_ttl = false}'],
+    ['a cached look-up', "local n = { ['1'] = 1 }", "x = n['1']"],
+    ['pcall of a function', 'local function f() return 1 end', 'x = pcall(f)'],
+    ['a closure made', '', 'x = function() return i end'],
+) {
+    my ($name, $setup, $body) = @$op;
+    printf "%-28s %7.0f\n", $name, in_script($setup, $body) - $empty;
 }

@@ -20,8 +20,10 @@ local function number(s)
   return v
 end
 
--- string.format('%d', n) of a whole number n
+-- string.format('%d', n) of a whole number n: what redis.call sends of a
+-- number, without its own conversion ("%.17g": as dear as a strtod)
 local function digits(n)
+  if n ~= n then return tostring(n) end -- NaN: no table takes it as a key
   local s = digit_strings[n]
   if s == nil then
     s = string.format('%d', n)

@@ -43,7 +43,7 @@ local function make_fixed_window(fixed_window)
     if l.keep_ttl then
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
+      redis.call('SET', l.key, state, 'PX', digits(math.ceil(l.ttl / 1000)))
     end
   end
 
@@ -69,7 +69,7 @@ local function make_fixed_window(fixed_window)
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
       redis.call('SET', l.key, state,
-        'PX', math.ceil(((window + 1) * l.period - now) / 1000))
+        'PX', digits(math.ceil(((window + 1) * l.period - now) / 1000)))
     end
     l.state = state
     return true

@@ -85,7 +85,8 @@ local function make_leaky_bucket(leaky_bucket)
       state = state .. string.format('@%d/%d/%d', l.limit, l.period / 1000,
         l.burst)
     end
-    redis.call('SET', l.key, state, 'PX', math.max(1, math.ceil(ahead / 1000)))
+    redis.call('SET', l.key, state,
+      'PX', digits(math.max(1, math.ceil(ahead / 1000))))
     return state
   end
 

@@ -52,7 +52,7 @@ local function make_sliding_log(sliding_log)
       n = n + m
       added = added + redis.call('ZADD', l.key, unpack(args))
     end
-    redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000))
+    redis.call('PEXPIRE', l.key, digits(math.ceil(l.period / 1000)))
   end
 
   -- Gives back a reservation made at `at` (units: its cost unless given):
@@ -78,7 +78,8 @@ local function make_sliding_log(sliding_log)
         n = n + m
         added = added + redis.call('ZADD', l.key, unpack(args))
       end
-      redis.call('PEXPIRE', l.key, math.ceil(l.period / 1000)) -- as a commit
+      -- as a commit
+      redis.call('PEXPIRE', l.key, digits(math.ceil(l.period / 1000)))
       return true
     end
     if at <= now - l.period then return false end

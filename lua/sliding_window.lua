@@ -78,7 +78,7 @@ local function make_sliding_window(sliding_window)
     if l.keep_ttl then
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      redis.call('SET', l.key, state, 'PX', math.ceil(l.ttl / 1000))
+      redis.call('SET', l.key, state, 'PX', digits(math.ceil(l.ttl / 1000)))
     end
   end
 
@@ -125,7 +125,7 @@ local function make_sliding_window(sliding_window)
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
       redis.call('SET', l.key, state,
-        'PX', math.ceil(((w + 2) * l.period - now) / 1000))
+        'PX', digits(math.ceil(((w + 2) * l.period - now) / 1000)))
     end
     l.state = state
     return true

@@ -90,7 +90,7 @@ local function make_token_bucket(token_bucket)
       state = string.format('%.17g:%d', l.left, now)
     end
     redis.call('SET', l.key, state,
-      'PX', math.max(1, math.ceil(l.full_in / 1000)))
+      'PX', digits(math.max(1, math.ceil(l.full_in / 1000))))
   end
 
   -- Gives back a reservation made at `at` (units: its cost unless given):
@@ -131,7 +131,8 @@ local function make_token_bucket(token_bucket)
         l.held_cur, l.held_prev = nil, nil -- a check reads them again
       end
       redis.call('SET', l.key, state,
-        'PX', math.max(1, math.min(3153600000000, math.ceil(full_in / 1000))))
+        'PX', digits(math.max(1,
+          math.min(3153600000000, math.ceil(full_in / 1000)))))
       l.state = state
       return true
     end
@@ -160,7 +161,7 @@ local function make_token_bucket(token_bucket)
     end
     state = string.format('%.17g:%d', t, stored_at) .. fields
     redis.call('SET', l.key, state,
-      'PX', math.ceil(math.max(full_in, held_for) / 1000))
+      'PX', digits(math.ceil(math.max(full_in, held_for) / 1000)))
     l.state = state
     return true
   end
@@ -245,13 +246,13 @@ local function make_token_bucket(token_bucket)
         token_bucket.held_wait(l, l.burst, now))
       if l.held_cur then
         redis.call('SET', l.key, token_bucket.held_state(l, tokens, now),
-          'PX', math.ceil(full_in / 1000))
+          'PX', digits(math.ceil(full_in / 1000)))
         l.held_cur, l.held_prev = nil, nil -- the check reads them again
       elseif full_in <= 0 then
         redis.call('DEL', l.key)
       else
         redis.call('SET', l.key, string.format('%.17g:%d', tokens, now),
-          'PX', math.ceil(full_in / 1000))
+          'PX', digits(math.ceil(full_in / 1000)))
       end
       return true
     end
