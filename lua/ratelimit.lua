@@ -416,8 +416,24 @@ local function check(limits, now, reply)
   reply[at] = passed
 end
 
--- a batch's requests, and whether a settlement is among them
+-- A request of one plain fixed_window or sliding_window limit, the most
+-- of a batch: check() of it in its zone's scratch table, not a table of
+-- its own.
+local function check_one(zone, key, cost, now, reply)
+  local l, al = zone.scratch, zone.algorithm
+  l.key, l.cost, l.state, l.keep_ttl = key, cost, nil, false
+  local ok, remaining, reset, retry = al.check(l, now)
+  if ok == 1 then al.commit(l, now) end
+  local e = #reply + 1
+  reply[e], reply[e + 1], reply[e + 2], reply[e + 3], reply[e + 4],
+    reply[e + 5] = ok, now, ok, remaining, reset, retry
+end
+
+-- a batch's requests, and whether a settlement is among them; a request of
+-- one plain fixed_window or sliding_window limit is its zone, its key and
+-- cost in one_key and one_cost
 local requests, settles
+local one_key, one_cost = {}, {}
 if batch then
   -- every request parsed before any is decided: a bad one changes nothing
   local nzones = tonumber(ARGV[3])
@@ -444,11 +460,21 @@ if batch then
       return redis.error_reply(bad_arguments)
     end
     zone.period = zone.period * 1000
+    if (algorithm == fixed_window or algorithm == sliding_window)
+      and not overrides and not lease then
+      -- its requests of this one limit: checked in this table, in turn
+      zone.scratch = {
+        key = false, algorithm = algorithm, limit = zone.limit,
+        period = zone.period, burst = zone.burst, cost = false,
+        window = false, count = false, ttl = false, current = false,
+        prev = false, keep_ttl = false,
+      }
+    end
     zones[z] = zone
     a = a + 4
   end
   -- counts, zone numbers and costs repeat ("1"): number() converts each
-  -- once (convert.lua)
+  -- once (common.lua)
   local k, nargv, nkeys = 1, #ARGV, #KEYS
   requests = {}
   while a <= nargv do
@@ -471,7 +497,15 @@ if batch then
       or k + run * n - 1 > nkeys or a + 2 * n > nargv then
       return redis.error_reply(bad_arguments)
     end
-    for _ = 1, run do
+    local zone = n == 1 and not settle and zones[number(ARGV[a + 1])]
+    local cost = zone and zone.scratch and whole(number(ARGV[a + 2]), 1)
+    for _ = 1, cost and run or 0 do
+      -- one plain limit: its zone (its scratch), key and cost, no table
+      local r = #requests + 1
+      requests[r], one_key[r], one_cost[r] = zone, KEYS[k], cost
+      k = k + 1
+    end
+    for _ = 1, cost and 0 or run do
       local limits = {}
       for i = 1, n do
         local zone = zones[number(ARGV[a + 2 * i - 1])]
@@ -580,11 +614,17 @@ if batch then
   for r = 1, #requests do
     local at = #reply
     local limits = requests[r]
-    if not pcall(limits.settle and settle or check, limits, now, reply) then
+    local done
+    if limits.scratch then
+      done = pcall(check_one, limits, one_key[r], one_cost[r], now, reply)
+    else
+      done = pcall(limits.settle and settle or check, limits, now, reply)
+    end
+    if not done then
       -- Redis failed a command of this request (a key of another type,
       -- out of memory): the requests before it were written, so the batch
       -- goes on; this one alone gets a reply no decoder takes, passed -1
-      local width = 2
+      local width = limits.scratch and 6 or 2
       for _, l in ipairs(limits) do
         width = width +
           ((limits.settle and 4) or (l.overrides and 8) or (l.lease and 6) or 4)

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/resp.hpp"
+#include "base/rrl_call_args_types.h"
 #include "base/small_vector.hpp"
+#include "engine/resp.hpp"
 
 namespace rrl {
 
@@ -94,10 +95,12 @@ const std::string& Batch::command(std::string_view sha) {
     // and Lua a string. Not settlements, nor limits of a lease zone (a
     // lease's cost fields are each its own, and each is written out).
     auto runnable = [](const Entry& e) {
+        constexpr std::string_view lease = RRL_LEASE_SUFFIX;
         if (e.plan->settlement()) return false;
         for (std::size_t j = 0; j < e.limits; j++) {
             std::string_view a = e.plan->zone_args(e.part, j).algorithm;
-            if (a.size() >= 6 && a.substr(a.size() - 6) == "+lease") {
+            if (a.size() >= lease.size() &&
+                a.substr(a.size() - lease.size()) == lease) {
                 return false;
             }
         }
