@@ -159,11 +159,12 @@ my $nkeys = 10000;
 
 my @scripts = (['', $lua], $against ? (['old ', $against]) : ());
 for (@scripts) {
-    my $sha = call('SCRIPT', 'LOAD', script_of($_->[1]));
+    my $text = script_of($_->[1]);
+    my $sha = call('SCRIPT', 'LOAD', $text);
     die "SCRIPT LOAD: $sha\n" if $sha =~ /^ERROR/;
     push @$_, $sha;
     # a script that takes runs says so in its batch form's description
-    push @$_, script_of($_->[1]) =~ /"\*<r>"/ ? 1 : 0;
+    push @$_, $text =~ /"\*<r>"/ ? 1 : 0;
 }
 my $noop = call('SCRIPT', 'LOAD', 'return 0');
 my $getset = call('SCRIPT', 'LOAD', <<'LUA');
@@ -211,8 +212,8 @@ sub row {
         $calls = 200 if $calls < 200;
         my $k = 0;
         my @c = map { my $x = $make->($n, $k); $k += $n; $x } 1 .. $calls;
-        measure($c[0] =~ /FCALL/ ? 'fcall' : 'evalsha', [@c[0 .. 31]]);  # warm
-        push @points, [$n, measure($c[0] =~ /FCALL/ ? 'fcall' : 'evalsha', \@c)];
+        measure('evalsha', [@c[0 .. 31]]);  # warm
+        push @points, [$n, measure('evalsha', \@c)];
     }
     my ($fixed, $entry) = fit(\@points);
     printf "%-28s %s %12.2f %10.2f\n", $label,

@@ -416,19 +416,6 @@ local function check(limits, now, reply)
   reply[at] = passed
 end
 
--- A request of one plain fixed_window or sliding_window limit, the most
--- of a batch: check() of it in its zone's scratch table, not a table of
--- its own.
-local function check_one(zone, key, cost, now, reply)
-  local l, al = zone.scratch, zone.algorithm
-  l.key, l.cost, l.state, l.keep_ttl = key, cost, nil, false
-  local ok, remaining, reset, retry = al.check(l, now)
-  if ok == 1 then al.commit(l, now) end
-  local e = #reply + 1
-  reply[e], reply[e + 1], reply[e + 2], reply[e + 3], reply[e + 4],
-    reply[e + 5] = ok, now, ok, remaining, reset, retry
-end
-
 -- a batch's requests, and whether a settlement is among them; a request of
 -- one plain fixed_window or sliding_window limit is its zone, its key and
 -- cost in one_key and one_cost
@@ -440,6 +427,17 @@ if batch then
   if not nzones or nzones < 1 or nzones % 1 ~= 0
     or 3 + 4 * nzones > #ARGV then
     return redis.error_reply(bad_arguments)
+  end
+  -- a limit's table, its algorithm's own fields set: setting them never
+  -- grows it
+  local function limit_of(zone, key, cost)
+    return {
+      key = key, algorithm = zone.algorithm, limit = zone.limit,
+      period = zone.period, burst = zone.burst, cost = cost,
+      overrides = zone.overrides,
+      window = false, count = false, ttl = false, current = false,
+      prev = false, keep_ttl = false,
+    }
   end
   local zones, a = {}, 4
   for z = 1, nzones do
@@ -463,12 +461,7 @@ if batch then
     if (algorithm == fixed_window or algorithm == sliding_window)
       and not overrides and not lease then
       -- its requests of this one limit: checked in this table, in turn
-      zone.scratch = {
-        key = false, algorithm = algorithm, limit = zone.limit,
-        period = zone.period, burst = zone.burst, cost = false,
-        window = false, count = false, ttl = false, current = false,
-        prev = false, keep_ttl = false,
-      }
+      zone.scratch = limit_of(zone, false, false)
     end
     zones[z] = zone
     a = a + 4
@@ -539,15 +532,7 @@ if batch then
         else
           local cost = whole(number(ARGV[a + 2 * i]), 1)
           if not cost then return redis.error_reply(bad_arguments) end
-          limits[i] = {
-            key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
-            period = zone.period, burst = zone.burst, cost = cost,
-            overrides = zone.overrides,
-            -- the algorithms' own fields: setting them never grows the
-            -- table
-            window = false, count = false, ttl = false, current = false,
-            prev = false, keep_ttl = false,
-          }
+          limits[i] = limit_of(zone, KEYS[k], cost)
         end
         k = k + 1
       end
@@ -611,12 +596,24 @@ if batch then
   local now = time(ARGV[2])
   if not now then return redis.error_reply(bad_arguments) end
   local reply = {}
+  -- A request of one plain fixed_window or sliding_window limit, the most
+  -- of a batch: check() of it in its zone's scratch table, not a table of
+  -- its own.
+  local function check_one(zone, key, cost)
+    local l, al = zone.scratch, zone.algorithm
+    l.key, l.cost, l.state, l.keep_ttl = key, cost, nil, false
+    local ok, remaining, reset, retry = al.check(l, now)
+    if ok == 1 then al.commit(l, now) end
+    local e = #reply + 1
+    reply[e], reply[e + 1], reply[e + 2], reply[e + 3], reply[e + 4],
+      reply[e + 5] = ok, now, ok, remaining, reset, retry
+  end
   for r = 1, #requests do
     local at = #reply
     local limits = requests[r]
     local done
     if limits.scratch then
-      done = pcall(check_one, limits, one_key[r], one_cost[r], now, reply)
+      done = pcall(check_one, limits, one_key[r], one_cost[r])
     else
       done = pcall(limits.settle and settle or check, limits, now, reply)
     end
