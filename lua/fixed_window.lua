@@ -1,11 +1,37 @@
 -- fixed_window: at most limit+burst per PERIOD, windows aligned on the
 -- Unix epoch. State: one string "<window index>:<count>" that expires when
 -- its window ends. A lease (lease=) counts its units as that many requests
--- and lives until the window's end.
+-- and lives until the window's end. A lease zone's units taken ahead for
+-- the next window ("<window index>:<units>" at the state's key + ":ahead",
+-- until that window's end) are that window's count until its state holds
+-- them: the first write of its state takes them in, and drops the key.
 -- Its functions, made at the first look into the table (lazy(), in
 -- common.lua): a call pays for the algorithms it uses alone, the whole
 -- script running at each call.
 local function make_fixed_window(fixed_window)
+  -- The state of l's key in `window` as a check reads it: a lease zone's
+  -- units taken ahead for this window, not in its state yet, are its state
+  -- (l.folded: a write of it drops the ahead key); l.next: the units taken
+  -- ahead for a later window (0: none).
+  local function read(l, window)
+    if not l.lease then return redis.call('GET', l.key) end
+    -- GET, not MGET: a key of another type fails the request
+    local state = redis.call('GET', l.key)
+    local ahead = redis.call('GET', l.key .. ':ahead')
+    l.next, l.folded = 0, false
+    local aw, an = string.match(ahead or '', '^(%d+):(%d+)$')
+    aw, an = number(aw), number(an)
+    if aw and aw > window then
+      l.next = an
+    elseif aw == window then
+      local w = number(string.match(state or '', '^(%d+):'))
+      if not w or w < aw then
+        state, l.folded = digits(aw) .. ':' .. digits(an), true
+      end
+    end
+    return state
+  end
+
   function fixed_window.check(l, now)
     local capacity = l.limit + l.burst
     local window = math.floor(now / l.period)
@@ -14,13 +40,20 @@ local function make_fixed_window(fixed_window)
 
     -- l.state: the state a settlement just left (false: none), else read
     local state = l.state
-    if state == nil then state = redis.call('GET', l.key) end
+    if state == nil then
+      if l.lease then
+        state = read(l, window)
+      else
+        state = redis.call('GET', l.key)
+      end
+    end
     if state then
       local w, c = string.match(state, '^(%d+):(%d+)$')
       if w and number(w) == window then
         count = number(c)
         -- it expires at this window's end already: KEEPTTL costs Redis less
-        l.keep_ttl = true
+        -- (not the units taken ahead: their key's)
+        l.keep_ttl = not l.folded
       end
     end
 
@@ -43,8 +76,40 @@ local function make_fixed_window(fixed_window)
     if l.keep_ttl then
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      redis.call('SET', l.key, state, 'PX', digits(math.ceil(l.ttl / 1000)))
+      write_state(l, state, digits(math.ceil(l.ttl / 1000)))
     end
+  end
+
+  -- A lease renewal's units for the next window (l.want, at least 1), as
+  -- that window's count: the check's four values, the units granted and
+  -- the lease's life (us from now, until that window's end); 0, 0 when
+  -- none is left.
+  function fixed_window.ahead(l, now)
+    local capacity = l.limit + l.burst
+    local window = math.floor(now / l.period) + 1
+    l.state = read(l, window - 1)
+    local count = l.next
+    local life = (window + 1) * l.period - now
+    l.window, l.count = window, count
+    if count >= capacity then
+      return 0, 0, life, life, 0, 0
+    end
+    local granted = math.min(l.want, capacity - count)
+    l.cost = granted
+    return 1, capacity - count - granted, life, 0, granted, life
+  end
+
+  -- The units fixed_window.ahead() granted into the ahead key; the state it took
+  -- in (its window begun) written first: the ahead key is the next one's.
+  function fixed_window.commit_ahead(l, now)
+    if l.folded then
+      l.folded = false
+      redis.call('SET', l.key, l.state, 'PX',
+        digits(math.ceil((l.window * l.period - now) / 1000)))
+    end
+    redis.call('SET', l.key .. ':ahead',
+      digits(l.window) .. ':' .. digits(l.count + l.cost),
+      'PX', digits(math.ceil(((l.window + 1) * l.period - now) / 1000)))
   end
 
   -- Gives back a reservation made at `at` (units: its cost unless given):
@@ -56,20 +121,20 @@ local function make_fixed_window(fixed_window)
     local window = math.floor(now / l.period)
     local refund = units > 0
     if refund and math.floor(at / l.period) ~= window then return false end
-    local state = redis.call('GET', l.key)
+    local state = read(l, window)
     l.state = state -- for a check that follows
     local w, c = string.match(state or '', '^(%d+):(%d+)$')
     local current = w and tonumber(w) == window
     c = current and tonumber(c) or 0
     if refund and c == 0 then return false end
     state = string.format('%d:%d', window, math.max(0, c - units))
-    if current and l.estimate then
+    if current and l.estimate and not l.folded then
       -- a settlement's: the state expires at this window's end already, and
       -- KEEPTTL costs Redis less (a release's sets it again, as it did)
-      redis.call('SET', l.key, state, 'KEEPTTL')
+      write_state(l, state)
     else
-      redis.call('SET', l.key, state,
-        'PX', digits(math.ceil(((window + 1) * l.period - now) / 1000)))
+      write_state(l, state,
+        digits(math.ceil(((window + 1) * l.period - now) / 1000)))
     end
     l.state = state
     return true

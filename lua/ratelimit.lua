@@ -34,6 +34,13 @@
 --   after: as a pass of G; retry after: as a check of max(C, 1). The life:
 --   until the current window's end (fixed_window, sliding_window), 100 ms
 --   (token_bucket; its held units: see token_bucket.lua).
+-- A renewal ahead, "0:W:0:0:1" (fixed_window, sliding_window): G =
+--   min(W, available) units of the window after the current one, counted
+--   as that window's (in the state's key + ":ahead": see the algorithm's
+--   file) before it starts; refused when none is left (fixed_window: the
+--   units taken ahead for it; sliding_window: those and the current
+--   window's count, which weighs in full at its start). remaining: what
+--   that window has left after G; the life: until that window's end.
 --
 -- Overrides: the key's hash tag + ":limit" ("rrl:{ZONE:KEY}:limit", the
 -- state's slot) may hold "Nr/PERIOD [burst=B]" (this key's own limit, in
@@ -157,11 +164,16 @@ local function algorithm_of(name)
       if a.make_leases then a.make_leases() end
       if not check_lease then
         -- The cost field "C:W:B:T" of a lease limit into l (cost C, want
-        -- W, back B, back_at T); false when it is not four whole numbers
-        -- with W >= max(C, 1).
+        -- W, back B, back_at T), or a renewal's ahead, "0:W:0:0:1"
+        -- (l.next_window; a window's algorithm); false when it is not four
+        -- whole numbers with W >= max(C, 1), or not such a renewal.
         lease_fields = function(l, field)
           local c, w, b, t = string.match(field, '^(%d+):(%d+):(%d+):(%d+)$')
-          if not c then return false end
+          if not c then
+            c, w, b, t = string.match(field, '^(0):(%d+):(0):(0):1$')
+            if not c or l.algorithm.leases ~= 'window' then return false end
+            l.next_window = true
+          end
           c, b, t = whole(number(c), 0), whole(number(b), 0),
             whole(number(t), 0)
           if not (c and b and t) then return false end
@@ -177,6 +189,8 @@ local function algorithm_of(name)
         -- 0, 0 when refused.
         check_lease = function(l, now)
           local al = l.algorithm
+          -- units for the next window: counted as its, taken before it
+          if l.next_window then return al.ahead(l, now) end
           if l.back > 0 then al.giveback(l, l.back_at, now, l.back) end
           local cost = math.max(l.cost, 1)
           l.cost = cost
@@ -410,7 +424,11 @@ local function check(limits, now, reply)
   if passed == 1 then
     for i = 1, #limits do
       local l = limits[i]
-      if l.kind ~= 2 then l.algorithm.commit(l, now) end
+      if l.next_window then
+        l.algorithm.commit_ahead(l, now)
+      elseif l.kind ~= 2 then
+        l.algorithm.commit(l, now)
+      end
     end
   end
   reply[at] = passed
@@ -511,6 +529,7 @@ if batch then
             overrides = zone.overrides, estimate = false, actual = false,
             at = false, charged = false, window = false, count = false,
             ttl = false, current = false, prev = false, keep_ttl = false,
+            lease = zone.lease, next = false, folded = false,
           }
           if not settle_fields(l, ARGV[a + 2 * i]) then
             return redis.error_reply(bad_arguments)
@@ -522,6 +541,7 @@ if batch then
             key = KEYS[k], algorithm = zone.algorithm, limit = zone.limit,
             period = zone.period, burst = zone.burst, lease = true,
             cost = false, want = false, back = false, back_at = false,
+            next_window = false, next = false, folded = false,
             window = false, count = false, ttl = false, current = false,
             prev = false, keep_ttl = false,
           }

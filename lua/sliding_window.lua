@@ -4,7 +4,13 @@
 -- request passes if estimate + cost <= limit + burst. State: one string
 -- "<window index>:<current>:<prev>", kept while it still weighs: until the
 -- end of the next window. A lease (lease=) counts its units as that many
--- requests in the current window and lives until that window's end.
+-- requests in the current window and lives until that window's end. A
+-- lease zone's units taken ahead for the next window ("<window index>:
+-- <units>" at the state's key + ":ahead", until the end of the window
+-- after it) are that window's count until its state holds them (the first
+-- write of its state takes them in, and drops the key), and count against
+-- this window's checks too: at the next window's start, this window's
+-- count weighs in full.
 -- Its functions, made at the first look into the table (lazy(), in
 -- common.lua): a call pays for the algorithms it uses alone, the whole
 -- script running at each call.
@@ -12,6 +18,33 @@ local function make_sliding_window(sliding_window)
   -- slack for floating point, in time (microseconds): the estimate's own
   -- slack is what it decays in that time, so slow rates are not early
   local slack = 1e-3
+
+  -- The state of l's key in `window` as a check reads it: a lease zone's
+  -- units taken ahead for this window or the one before, not in its state
+  -- yet, are its state (l.folded: a write of it drops the ahead key);
+  -- l.next: the units taken ahead for the next window (0: none).
+  local function read(l, window)
+    if not l.lease then return redis.call('GET', l.key) end
+    -- GET, not MGET: a key of another type fails the request
+    local state = redis.call('GET', l.key)
+    local ahead = redis.call('GET', l.key .. ':ahead')
+    l.next, l.folded = 0, false
+    local aw, an = string.match(ahead or '', '^(%d+):(%d+)$')
+    aw, an = number(aw), number(an)
+    if aw and aw > window then
+      l.next = an
+    elseif aw and aw >= window - 1 then
+      local w, c = string.match(state or '', '^(%d+):(%d+):')
+      w, c = number(w), number(c)
+      if not w or w < aw then
+        -- the state's count weighs as the one before aw's when it is
+        state = digits(aw) .. ':' .. digits(an) .. ':' ..
+          digits(w == aw - 1 and c or 0)
+        l.folded = true
+      end
+    end
+    return state
+  end
 
   function sliding_window.check(l, now)
     local capacity = l.limit + l.burst
@@ -22,14 +55,21 @@ local function make_sliding_window(sliding_window)
 
     -- l.state: the state a settlement just left (false: none), else read
     local state = l.state
-    if state == nil then state = redis.call('GET', l.key) end
+    if state == nil then
+      if l.lease then
+        state = read(l, window)
+      else
+        state = redis.call('GET', l.key)
+      end
+    end
     if state then
       local w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
       w, c, p = number(w), number(c), number(p)
       if w == window then
         current, prev = c, p
         -- it expires at the next window's end already: KEEPTTL costs less
-        l.keep_ttl = true
+        -- (not the units taken ahead: their key's)
+        l.keep_ttl = not l.folded
       elseif w == window - 1 then
         prev = c
       end
@@ -41,9 +81,14 @@ local function make_sliding_window(sliding_window)
     local estimate = prev * (l.period - elapsed) / l.period + current
     -- what the estimate loses in `slack` us
     local epsilon = prev * slack / l.period + 1e-12
+    -- the units taken ahead for the next window: at its start, this
+    -- window's count weighs in full beside them
+    local next = l.next or 0
+    local next_left = capacity - current - next - l.cost
 
-    if estimate + l.cost <= capacity + epsilon then
-      local remaining = math.floor(capacity - estimate - l.cost + epsilon)
+    if estimate + l.cost <= capacity + epsilon and next_left >= 0 then
+      local remaining = math.min(next_left,
+        math.floor(capacity - estimate - l.cost + epsilon))
       return 1, remaining, start + 2 * l.period - now, 0
     end
 
@@ -66,9 +111,25 @@ local function make_sliding_window(sliding_window)
         local e = l.period * (1 - (capacity - l.cost - current) / prev)
         retry = (start - now) + e
       end
+      if next_left < 0 then
+        -- the next window's units weigh from its start: as its count
+        -- with this one's before it, or, when they leave no room, as the
+        -- count before the window after it
+        local room = capacity - l.cost - next
+        local wait
+        if room >= 0 then
+          wait = (start + l.period - now) +
+            l.period * (1 - room / math.max(current, 1))
+        else
+          wait = (start + 2 * l.period - now) +
+            l.period * (1 - (capacity - l.cost) / next)
+        end
+        retry = math.max(retry, wait)
+      end
     end
 
-    return 0, math.max(0, math.floor(capacity - estimate + epsilon)), reset,
+    return 0, math.max(0, math.min(capacity - current - next,
+        math.floor(capacity - estimate + epsilon))), reset,
       math.max(1, math.ceil(retry - slack))
   end
 
@@ -78,8 +139,47 @@ local function make_sliding_window(sliding_window)
     if l.keep_ttl then
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      redis.call('SET', l.key, state, 'PX', digits(math.ceil(l.ttl / 1000)))
+      write_state(l, state, digits(math.ceil(l.ttl / 1000)))
     end
+  end
+
+  -- A lease renewal's units for the next window (l.want, at least 1), as
+  -- that window's count: what its start leaves (this window's count weighs
+  -- in full then, beside the units taken ahead already). The check's four
+  -- values, the units granted and the lease's life (us from now, until
+  -- that window's end); 0, 0 when none is left.
+  function sliding_window.ahead(l, now)
+    local capacity = l.limit + l.burst
+    local window = math.floor(now / l.period)
+    local state = read(l, window)
+    l.state = state
+    local current = 0
+    local w, c = string.match(state or '', '^(%d+):(%d+):')
+    if number(w) == window then current = number(c) end
+    local available = capacity - current - l.next
+    local life = (window + 2) * l.period - now
+    l.window, l.count = window + 1, l.next
+    if available < 1 then
+      return 0, math.max(0, available), life + l.period, life, 0, 0
+    end
+    local granted = math.min(l.want, available)
+    l.cost = granted
+    return 1, available - granted, life + l.period, 0, granted, life
+  end
+
+  -- The units sliding_window.ahead() granted into the ahead key, which
+  -- lives while they weigh; the state it took in written first: the ahead
+  -- key is the next window's.
+  function sliding_window.commit_ahead(l, now)
+    if l.folded then
+      l.folded = false
+      local w = number(string.match(l.state, '^(%d+):'))
+      redis.call('SET', l.key, l.state, 'PX',
+        digits(math.ceil(((w + 2) * l.period - now) / 1000)))
+    end
+    redis.call('SET', l.key .. ':ahead',
+      digits(l.window) .. ':' .. digits(l.count + l.cost),
+      'PX', digits(math.ceil(((l.window + 2) * l.period - now) / 1000)))
   end
 
   -- Gives back a reservation made at `at` (units: its cost unless given)
@@ -91,12 +191,12 @@ local function make_sliding_window(sliding_window)
   -- when the state holds it no more, to the current window's count.
   function sliding_window.release(l, at, now, units)
     units = units or l.cost
-    local state = redis.call('GET', l.key)
+    local reserved = math.floor(at / l.period)
+    local window = math.floor(now / l.period)
+    local state = read(l, window)
     l.state = state -- for a check that follows
     local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
     w, c, p = tonumber(w), tonumber(c), tonumber(p)
-    local reserved = math.floor(at / l.period)
-    local window = math.floor(now / l.period)
     local refund = units > 0
     local stored = w -- the state's window: its expiry stays when kept
     if not w then
@@ -119,13 +219,13 @@ local function make_sliding_window(sliding_window)
       w, c = window, c - units
     end
     state = string.format('%d:%d:%d', w, c, p)
-    if w == stored and l.estimate then
+    if w == stored and l.estimate and not l.folded then
       -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
       -- less (a release's sets it again, as it did)
-      redis.call('SET', l.key, state, 'KEEPTTL')
+      write_state(l, state)
     else
-      redis.call('SET', l.key, state,
-        'PX', digits(math.ceil(((w + 2) * l.period - now) / 1000)))
+      write_state(l, state,
+        digits(math.ceil(((w + 2) * l.period - now) / 1000)))
     end
     l.state = state
     return true

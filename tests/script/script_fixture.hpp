@@ -141,13 +141,15 @@ class ScriptFixture : public ::testing::Test {
         size_t len = script_text.size();
         loaded_sha_ =
             client.status_or_string({"SCRIPT", "LOAD", {script, len}});
-        // the same script, then PERSIST of its keys, in one script: Redis
+        // the same script, then PERSIST of its keys (and of a lease's units
+        // taken ahead, "<key>:ahead"), in one script: Redis
         // expires no key while a script runs, and the TTLs the script sets
         // (from injected time) may be 1 ms of the real clock
         const std::string persisting =
             "local function rrl()\n" + std::string(script, len) +
             "\nend\nlocal reply = rrl()\n"
-            "for _, k in ipairs(KEYS) do redis.call('PERSIST', k) end\n"
+            "for _, k in ipairs(KEYS) do redis.call('PERSIST', k)\n"
+            "  redis.call('PERSIST', k .. ':ahead') end\n"
             "return reply\n";
         persisting_sha_ =
             client.status_or_string({"SCRIPT", "LOAD", persisting});

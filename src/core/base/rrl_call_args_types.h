@@ -50,8 +50,11 @@ extern "C" {
  * RRL_OVERRIDES_SUFFIX too), the limit's cost argument is "C:W:B:T" (the
  * request's cost, the units wanted, the units given back of an ended lease
  * of this server, and Redis's time in us when that lease was taken, 0 when
- * none is given back), and its reply has RRL_REPLY_LEASE more integers:
- * the units granted and the lease's lifetime in us (both 0 unless passed)
+ * none is given back), or a renewal's ahead "0:W:0:0:1" (the next
+ * window's units: fixed_window, sliding_window), and its reply has
+ * RRL_REPLY_LEASE more integers: the units granted and the lease's
+ * lifetime in us (both 0 unless passed; an ahead's: until the end of the
+ * next window)
  */
 #define RRL_LEASE_SUFFIX  "+lease"
 
@@ -85,6 +88,8 @@ typedef struct {
     uint64_t              lease_want;     /* W */
     uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */
+    /* a renewal of the next window's units: "0:W:0:0:1" */
+    int lease_ahead;
     /* set by rrl::call_reply_decode() */
     uint64_t              lease_granted;  /* G */
     int64_t               lease_ttl_us;   /* the lifetime */

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "lease/ahead.hpp"
 #include "script/algorithm.hpp"
 
 namespace rrl {
@@ -28,21 +29,12 @@ std::int64_t to_i64(std::uint64_t v) {
                : static_cast<std::int64_t>(v);
 }
 
-// An entry of this zone, as a new one (zeroed) would become.
-void reset_to_zone(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry) {
-    std::int64_t end = entry->end_us;
-    *entry = rrl_lease_entry_t{};
-    entry->end_us = end;
-    entry->limit = limit.limit;
-    entry->period_ms = limit.period_ms;
-    entry->burst = limit.burst;
-    entry->algorithm = limit.algorithm;
-}
-
-// The entry matters while its lease is usable, and while its demand counts.
+// The entry matters while its leases are usable, and while its demand
+// counts.
 void extend_end(rrl_lease_entry_t* entry) {
-    entry->end_us = std::max({entry->end_us, entry->lease_end_us,
-                              entry->seen_since_us + 2 * kLeaseSecondUs});
+    entry->end_us =
+        std::max({entry->end_us, entry->lease_end_us, entry->next_end_us,
+                  entry->seen_since_us + 2 * kLeaseSecondUs});
 }
 
 void count_demand(rrl_lease_entry_t* entry, std::uint64_t cost,
@@ -91,6 +83,17 @@ bool should_renew(const rrl_lease_limit_t& limit,
 }
 
 }  // namespace
+
+void lease_reset_to_zone(const rrl_lease_limit_t& limit,
+                         rrl_lease_entry_t* entry) {
+    std::int64_t end = entry->end_us;
+    *entry = rrl_lease_entry_t{};
+    entry->end_us = end;
+    entry->limit = limit.limit;
+    entry->period_ms = limit.period_ms;
+    entry->burst = limit.burst;
+    entry->algorithm = limit.algorithm;
+}
 
 bool lease_same_zone(const rrl_lease_limit_t& limit,
                      const rrl_lease_entry_t& entry) {
@@ -171,6 +174,9 @@ int lease_decide(const rrl_lease_limit_t* limits,
     if (n == 0) return 0;
 
     for (std::size_t i = 0; i < n; i++) {
+        if (entries[i] != nullptr) lease_promote(limits[i], entries[i], now_us);
+    }
+    for (std::size_t i = 0; i < n; i++) {
         if (!usable(limits[i], entries[i], cost_on_entry(limits, entries, i),
                     now_us)) {
             return 0;
@@ -198,7 +204,11 @@ int lease_decide(const rrl_lease_limit_t* limits,
     // after every limit's consumption: a zone twice on one key renews once
     for (std::size_t i = 0; i < n; i++) {
         rrl_lease_entry_t* e = entries[i];
-        renew[i] = should_renew(limits[i], *e, now_us) ? 1 : 0;
+        renew[i] = should_renew(limits[i], *e, now_us) ? kLeaseRenew
+                   : lease_should_ask_ahead(limits[i], *e,
+                                            lease_rate(*e, now_us), now_us)
+                       ? kLeaseRenewAhead
+                       : 0;
         if (renew[i] != 0) e->renewing_until_us = now_us + renew_timeout_us;
     }
     return 1;
@@ -219,7 +229,8 @@ void lease_want(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     // so that its first renewal takes no more than one unit ahead and the
     // key's last units are not leased while a request may race it to Redis
     bool never_seen = entry->limit == 0;
-    if (!lease_same_zone(limit, *entry)) reset_to_zone(limit, entry);
+    if (!lease_same_zone(limit, *entry)) lease_reset_to_zone(limit, entry);
+    lease_promote(limit, entry, now_us);
 
     // sized on the demand so far, as a key never seen gets 1: the cost is
     // asked for on its own
@@ -273,7 +284,8 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
         return RRL_LEASE_REFUSED;
     }
 
-    if (!lease_same_zone(limit, *entry)) reset_to_zone(limit, entry);
+    if (!lease_same_zone(limit, *entry)) lease_reset_to_zone(limit, entry);
+    lease_promote(limit, entry, now_us);
 
     std::uint64_t extra = granted > limit.cost ? granted - limit.cost : 0;
     // a debt sent to Redis after this grant was counted: its units first
@@ -305,8 +317,8 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     entry->reset_end_us =
         now_us + std::max<std::int64_t>(result.reset_after_us, 0);
     if (limit.cost == 0) entry->renewing_until_us = 0;
-    entry->end_us = std::max(entry->lease_end_us,
-                             entry->seen_since_us + 2 * kLeaseSecondUs);
+    entry->end_us = std::max({entry->lease_end_us, entry->next_end_us,
+                              entry->seen_since_us + 2 * kLeaseSecondUs});
     return event;
 }
 
@@ -319,6 +331,7 @@ bool lease_settle(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                   std::uint64_t cost, std::uint64_t& actual,
                   std::int64_t taken_at_us, std::int64_t now_us) {
     if (entry == nullptr || !lease_same_zone(limit, *entry)) return false;
+    lease_promote(limit, entry, now_us);
 
     bool alive = now_us < entry->lease_end_us;
 

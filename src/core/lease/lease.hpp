@@ -41,6 +41,8 @@
 //     the lease ends than it has left (none is asked for a lease about to
 //     end on a quiet key);
 //   - no renewal in flight (renewing_until_us not after now).
+// Else, for fixed_window and sliding_window, it may ask ahead for the next
+// window's lease (ahead.hpp).
 //
 // Giving back. The units left of an ended lease go back with the next call
 // to Redis for the key (B, with T = taken_at_us), for sliding_window and
@@ -60,8 +62,17 @@ namespace rrl {
 constexpr std::int64_t kLeaseSecondUs = 1000000;
 constexpr std::int64_t kLeaseLowWaterUs = 50000;  // renew below 50 ms' worth
 
+// lease_decide()'s renewals
+constexpr int kLeaseRenew = 1;       // this window's lease
+constexpr int kLeaseRenewAhead = 2;  // the next window's (ahead.hpp)
+
 // The rate of an entry's demand, in units per second x 1,000,000 (exact).
 using LeaseRate = unsigned __int128;
+
+// The entry as a new one of this limit's zone (zeroed, its numbers), its
+// end kept.
+void lease_reset_to_zone(const rrl_lease_limit_t& limit,
+                         rrl_lease_entry_t* entry);
 
 // 1 when the entry was made for this limit's zone (its numbers).
 bool lease_same_zone(const rrl_lease_limit_t& limit,
@@ -94,9 +105,12 @@ std::uint64_t lease_size(const rrl_lease_limit_t& limit, LeaseRate rate,
 // cost): consumes each limit's cost (units -= cost, used += cost), counts
 // the demand, and writes each limit's result into results[i] (passed,
 // known - used (>= 0, at most what a pass leaves), the time until
-// reset_end_us, no retry); renew[i] = 1 for each limit to renew now (its
-// renewing_until_us set to now_us + renew_timeout_us), else 0. 0: not
-// decided, nothing changed.
+// reset_end_us, no retry); renew[i] = kLeaseRenew for each limit to
+// renew now, kLeaseRenewAhead to ask ahead for the next window's
+// lease (ahead.hpp; both set its renewing_until_us to now_us +
+// renew_timeout_us), else 0. A lease ahead whose time has come is the
+// entry's lease first (lease_promote()). 0: not decided, nothing changed
+// but promotions.
 int lease_decide(const rrl_lease_limit_t* limits,
                  rrl_lease_entry_t* const* entries, std::size_t n,
                  std::int64_t now_us, std::int64_t renew_timeout_us,

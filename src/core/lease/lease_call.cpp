@@ -6,6 +6,7 @@
 #include "base/guard.hpp"
 #include "base/small_vector.hpp"
 #include "decide/request.hpp"
+#include "lease/ahead.hpp"
 #include "lease/lease.hpp"
 #include "script/call_reply.hpp"
 #include "script/script_reply.hpp"
@@ -41,6 +42,7 @@ int lease_call_check(rrl_call_limit_t* limits,
             leasable++;
         }
         renew[i] = 0;
+        limits[i].lease_ahead = 0;
     }
     if (leased == 0) return RRL_LEASE_NONE;
 
@@ -58,6 +60,11 @@ int lease_call_check(rrl_call_limit_t* limits,
             if (!flags[i]) continue;
             // a renewal asks at no cost; what it wants is all lease
             rrl_lease_limit_t r = lease_limit_of(limits[i], 0);
+            if (flags[i] == kLeaseRenewAhead) {
+                renew[i] = lease_ahead_size(r, lease_rate(*entries[i], now_us));
+                limits[i].lease_ahead = 1;
+                continue;
+            }
             std::uint64_t back = 0;
             std::int64_t back_at = 0;
             lease_want(r, entries[i], now_us, wall_us, &renew[i], &back,
@@ -99,6 +106,20 @@ int lease_call_learn(const rrl_call_limit_t& limit,
     // this call's grant was the one in flight: over, whatever the end
     bool owner = limit.lease_want > limit.cost;
     int event = -1;
+
+    if (limit.lease_ahead != 0) {
+        // the next window's: nothing given back, no debt owed
+        if (how == RRL_LEASE_CALL_PASSED ||
+            (how == RRL_LEASE_CALL_REJECTED && !result->passed)) {
+            // the entry dropped while it was in flight: its units lapse
+            event = lease_learn_ahead(
+                l, entry, *result,
+                entry->renewing_until_us == 0 ? 0 : limit.lease_granted,
+                limit.lease_ttl_us, redis_now_us, sent_us, now_us);
+        }
+        lease_renewal_failed(entry);
+        return event;
+    }
 
     if (how == RRL_LEASE_CALL_UNSENT) {
         lease_untake_back(l, entry, limit.lease_back, limit.lease_back_at,

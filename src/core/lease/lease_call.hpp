@@ -26,9 +26,10 @@ rrl_lease_limit_t lease_limit_of(const rrl_call_limit_t& limit,
 // taken, results[i] limit i's result (lease_decide()) and decision the
 // request's, at wall_us (X-RateLimit-Reset counts from it), renew[i] the
 // units a renewal of limit i wants now (0: none; the entry then has one in
-// flight), settle_at_us the lease's taken_at_us (a settlement's T); else
-// RRL_LEASE_NONE and nothing changed. With ask (the request goes to Redis:
-// after the deny cache, which may answer it without a call),
+// flight; its lease_ahead 1 when they are the next window's: ahead.hpp),
+// settle_at_us the lease's taken_at_us (a settlement's T); else
+// RRL_LEASE_NONE and nothing changed but promotions. With ask (the request goes
+// to Redis: after the deny cache, which may answer it without a call),
 // RRL_LEASE_ASK: each lease limit's lease_want, lease_back and
 // lease_back_at are set: an ended lease's units go back with the call; it
 // wants its cost alone when some limit of the request has no lease= or a
@@ -57,8 +58,9 @@ int lease_call_check(Request& request, bool ask, std::int64_t now_us,
 // meanwhile (the table full: no grant in flight there any more) keeps none
 // of its extra units: the debt it owed is lost with the entry. UNSENT puts
 // the units it was to give back into the entry again, while it is the same
-// ended lease. Returns the metrics' RRL_LEASE_* event (REFUSED when the
-// limit did not pass), -1: none.
+// ended lease. A renewal ahead's (limit.lease_ahead) goes into the entry's
+// lease ahead (lease_learn_ahead()). Returns the metrics' RRL_LEASE_* event
+// (REFUSED when the limit did not pass), -1: none.
 int lease_call_learn(const rrl_call_limit_t& limit,
                      const rrl_limit_result_t* result, int how,
                      rrl_lease_entry_t* entry, std::int64_t redis_now_us,

@@ -29,8 +29,15 @@ void append_number(std::string& out, Int v) {
     out.append(digits, static_cast<std::size_t>(end - digits));
 }
 
-// a check's cost field: C, or a lease limit's "C:W:B:T"
+// a check's cost field: C, or a lease limit's "C:W:B:T", or a renewal's
+// ahead "0:W:0:0:1"
 void append_check_cost(std::string& out, const CallLimit& l) {
+    if (l.lease != 0 && l.lease_ahead) {
+        out.append("0:");
+        append_number(out, lease_want(l));
+        out.append(":0:0:1");
+        return;
+    }
     append_number(out, l.cost);
     if (l.lease == 0) return;
     out.push_back(':');
@@ -170,6 +177,7 @@ bool to_call_limits(const rrl_call_limit_t* in, std::size_t n,
         l.lease_want = in[i].lease_want;
         l.lease_back = in[i].lease_back;
         l.lease_back_at = in[i].lease_back_at;
+        l.lease_ahead = in[i].lease_ahead != 0;
         l.settle_actual = in[i].settle_actual;
         l.settle_at_us = in[i].settle_at_us;
         l.settle_limit = in[i].settle_limit;

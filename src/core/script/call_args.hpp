@@ -37,6 +37,8 @@ struct CallLimit {
     std::uint64_t lease_want = 0;
     std::uint64_t lease_back = 0;
     std::int64_t lease_back_at = 0;
+    // a renewal of the next window's units: its cost "0:W:0:0:1"
+    bool lease_ahead = false;
     // settle=VALUE (settle.hpp): A, and T, Redis's time of the charge
     std::uint64_t settle_actual = 0;
     std::int64_t settle_at_us = 0;

@@ -136,7 +136,9 @@ TEST(LeaseDecide, ConsumesTheCostAndAnswersAsTheScript) {
     EXPECT_EQ(results[0].remaining, 700 - 13);     // known - used
     EXPECT_EQ(results[0].reset_after_us, 700 * kMs);  // reset_end - now
     EXPECT_EQ(results[0].retry_after_us, 0);
-    EXPECT_EQ(renew[0], 0);   // 47 left, 3 units/s
+    // 47 left, 3 units/s: this window's lease lasts, the next one's is
+    // asked for ahead (ahead.hpp)
+    EXPECT_EQ(renew[0], rrl::kLeaseRenewAhead);
 }
 
 TEST(LeaseDecide, ShownRemainingAndResetNeverBelowZero) {
@@ -274,7 +276,14 @@ class LeaseRenew : public ::testing::Test {
         return renew[0];
     }
 
-    void SetUp() override { e.seen_cur = 99; }
+    void SetUp() override {
+        e.seen_cur = 99;
+        // the next window's lease held already: renewals of this one's
+        // alone (asking ahead: lease_ahead_test.cpp)
+        e.next_units = 10;
+        e.next_start_us = e.lease_end_us + 3 * kMs;
+        e.next_end_us = e.next_start_us + kSecond;
+    }
 };
 
 TEST_F(LeaseRenew, BelowFiftyMillisecondsOfDemand) {
