@@ -48,18 +48,3 @@ local function lazy(make)
   makers[t] = make
   return t
 end
-
--- A window's state written to l's key (px: its life in ms as digits, else
--- KEEPTTL); a lease zone's units taken ahead that it took in (l.folded:
--- see fixed_window.lua) leave their key.
-local function write_state(l, state, px)
-  if px then
-    redis.call('SET', l.key, state, 'PX', px)
-  else
-    redis.call('SET', l.key, state, 'KEEPTTL')
-  end
-  if l.folded then
-    redis.call('DEL', l.key .. ':ahead')
-    l.folded = false
-  end
-end

@@ -19,32 +19,8 @@ local function make_sliding_window(sliding_window)
   -- slack is what it decays in that time, so slow rates are not early
   local slack = 1e-3
 
-  -- The state of l's key in `window` as a check reads it: a lease zone's
-  -- units taken ahead for this window or the one before, not in its state
-  -- yet, are its state (l.folded: a write of it drops the ahead key);
-  -- l.next: the units taken ahead for the next window (0: none).
-  local function read(l, window)
-    if not l.lease then return redis.call('GET', l.key) end
-    -- GET, not MGET: a key of another type fails the request
-    local state = redis.call('GET', l.key)
-    local ahead = redis.call('GET', l.key .. ':ahead')
-    l.next, l.folded = 0, false
-    local aw, an = string.match(ahead or '', '^(%d+):(%d+)$')
-    aw, an = number(aw), number(an)
-    if aw and aw > window then
-      l.next = an
-    elseif aw and aw >= window - 1 then
-      local w, c = string.match(state or '', '^(%d+):(%d+):')
-      w, c = number(w), number(c)
-      if not w or w < aw then
-        -- the state's count weighs as the one before aw's when it is
-        state = digits(aw) .. ':' .. digits(an) .. ':' ..
-          digits(w == aw - 1 and c or 0)
-        l.folded = true
-      end
-    end
-    return state
-  end
+  -- a lease zone's read of its state (make_leases)
+  local read
 
   function sliding_window.check(l, now)
     local capacity = l.limit + l.burst
@@ -139,47 +115,13 @@ local function make_sliding_window(sliding_window)
     if l.keep_ttl then
       redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      write_state(l, state, digits(math.ceil(l.ttl / 1000)))
+      redis.call('SET', l.key, state, 'PX', digits(math.ceil(l.ttl / 1000)))
     end
-  end
-
-  -- A lease renewal's units for the next window (l.want, at least 1), as
-  -- that window's count: what its start leaves (this window's count weighs
-  -- in full then, beside the units taken ahead already). The check's four
-  -- values, the units granted and the lease's life (us from now, until
-  -- that window's end); 0, 0 when none is left.
-  function sliding_window.ahead(l, now)
-    local capacity = l.limit + l.burst
-    local window = math.floor(now / l.period)
-    local state = read(l, window)
-    l.state = state
-    local current = 0
-    local w, c = string.match(state or '', '^(%d+):(%d+):')
-    if number(w) == window then current = number(c) end
-    local available = capacity - current - l.next
-    local life = (window + 2) * l.period - now
-    l.window, l.count = window + 1, l.next
-    if available < 1 then
-      return 0, math.max(0, available), life + l.period, life, 0, 0
-    end
-    local granted = math.min(l.want, available)
-    l.cost = granted
-    return 1, available - granted, life + l.period, 0, granted, life
-  end
-
-  -- The units sliding_window.ahead() granted into the ahead key, which
-  -- lives while they weigh; the state it took in written first: the ahead
-  -- key is the next window's.
-  function sliding_window.commit_ahead(l, now)
     if l.folded then
+      -- the units taken ahead it took in
+      redis.call('DEL', l.key .. ':ahead')
       l.folded = false
-      local w = number(string.match(l.state, '^(%d+):'))
-      redis.call('SET', l.key, l.state, 'PX',
-        digits(math.ceil(((w + 2) * l.period - now) / 1000)))
     end
-    redis.call('SET', l.key .. ':ahead',
-      digits(l.window) .. ':' .. digits(l.count + l.cost),
-      'PX', digits(math.ceil(((l.window + 2) * l.period - now) / 1000)))
   end
 
   -- Gives back a reservation made at `at` (units: its cost unless given)
@@ -193,7 +135,12 @@ local function make_sliding_window(sliding_window)
     units = units or l.cost
     local reserved = math.floor(at / l.period)
     local window = math.floor(now / l.period)
-    local state = read(l, window)
+    local state
+    if l.lease then
+      state = read(l, window)
+    else
+      state = redis.call('GET', l.key)
+    end
     l.state = state -- for a check that follows
     local w, c, p = string.match(state or '', '^(%d+):(%d+):(%d+)$')
     w, c, p = tonumber(w), tonumber(c), tonumber(p)
@@ -222,10 +169,14 @@ local function make_sliding_window(sliding_window)
     if w == stored and l.estimate and not l.folded then
       -- a settlement's: the state's expiry stays, and KEEPTTL costs Redis
       -- less (a release's sets it again, as it did)
-      write_state(l, state)
+      redis.call('SET', l.key, state, 'KEEPTTL')
     else
-      write_state(l, state,
-        digits(math.ceil(((w + 2) * l.period - now) / 1000)))
+      redis.call('SET', l.key, state,
+        'PX', digits(math.ceil(((w + 2) * l.period - now) / 1000)))
+    end
+    if l.folded then
+      redis.call('DEL', l.key .. ':ahead')
+      l.folded = false
     end
     l.state = state
     return true
@@ -235,5 +186,76 @@ local function make_sliding_window(sliding_window)
   -- taken at `at` go back as a release of them.
   sliding_window.leases = 'window'
   sliding_window.giveback = sliding_window.release
+
+  -- Functions of lease zones alone, made with the first of a call (in the
+  -- driver's algorithm_of).
+  function sliding_window.make_leases()
+    if read then return end
+
+    -- The state of l's key in `window` as a check reads it: a lease zone's
+    -- units taken ahead for this window or the one before, not in its state
+    -- yet, are its state (l.folded: a write of it drops the ahead key);
+    -- l.next: the units taken ahead for the next window (0: none).
+    read = function(l, window)
+      -- GET, not MGET: a key of another type fails the request
+      local state = redis.call('GET', l.key)
+      local ahead = redis.call('GET', l.key .. ':ahead')
+      l.next, l.folded = 0, false
+      local aw, an = string.match(ahead or '', '^(%d+):(%d+)$')
+      aw, an = number(aw), number(an)
+      if aw and aw > window then
+        l.next = an
+      elseif aw and aw >= window - 1 then
+        local w, c = string.match(state or '', '^(%d+):(%d+):')
+        w, c = number(w), number(c)
+        if not w or w < aw then
+          -- the state's count weighs as the one before aw's when it is
+          state = digits(aw) .. ':' .. digits(an) .. ':' ..
+            digits(w == aw - 1 and c or 0)
+          l.folded = true
+        end
+      end
+      return state
+    end
+
+    -- A lease renewal's units for the next window (l.want, at least 1), as
+    -- that window's count: what its start leaves (this window's count weighs
+    -- in full then, beside the units taken ahead already). The check's four
+    -- values, the units granted and the lease's life (us from now, until
+    -- that window's end); 0, 0 when none is left.
+    function sliding_window.ahead(l, now)
+      local capacity = l.limit + l.burst
+      local window = math.floor(now / l.period)
+      local state = read(l, window)
+      l.state = state
+      local current = 0
+      local w, c = string.match(state or '', '^(%d+):(%d+):')
+      if number(w) == window then current = number(c) end
+      local available = capacity - current - l.next
+      local life = (window + 2) * l.period - now
+      l.window, l.count = window + 1, l.next
+      if available < 1 then
+        return 0, math.max(0, available), life + l.period, life, 0, 0
+      end
+      local granted = math.min(l.want, available)
+      l.cost = granted
+      return 1, available - granted, life + l.period, 0, granted, life
+    end
+
+    -- The units sliding_window.ahead() granted into the ahead key, which
+    -- lives while they weigh; the state it took in written first: the ahead
+    -- key is the next window's.
+    function sliding_window.commit_ahead(l, now)
+      if l.folded then
+        l.folded = false
+        local w = number(string.match(l.state, '^(%d+):'))
+        redis.call('SET', l.key, l.state, 'PX',
+          digits(math.ceil(((w + 2) * l.period - now) / 1000)))
+      end
+      redis.call('SET', l.key .. ':ahead',
+        digits(l.window) .. ':' .. digits(l.count + l.cost),
+        'PX', digits(math.ceil(((l.window + 2) * l.period - now) / 1000)))
+    end
+  end
 end
 local sliding_window = lazy(make_sliding_window)
