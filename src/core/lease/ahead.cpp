@@ -52,8 +52,12 @@ bool lease_should_ask_ahead(const rrl_lease_limit_t& limit,
 }
 
 std::uint64_t lease_ahead_size(const rrl_lease_limit_t& limit, LeaseRate rate) {
-    // at wall time 0, a window's start: the lease a request there would ask
-    return lease_size(limit, rate, 0);
+    // at wall time 0, a window's start: the lease a request there would
+    // ask; one more, for a window's demand around its rate (a last request
+    // that finds none waits on Redis: no renewal is asked for less than
+    // one request expected before the lease ends)
+    std::uint64_t size = lease_size(limit, rate, 0);
+    return size < lease_most(limit) ? size + 1 : size;
 }
 
 void lease_promote(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,

@@ -14,8 +14,12 @@
 //     and in more than RRL_LEASE_MARGIN_US (an ask that reaches Redis
 //     after the window turns takes the window after, of no use);
 //   - demand is expected in the next window: rate x min(1 s, period) >= 1.
-// It asks for the size of a lease taken at the next window's start:
-// clamp(ceil(rate x min(1 s, period)), 1, the largest lease).
+// It asks for the size of a lease taken at the next window's start, and
+// one more, up to the largest lease: clamp(ceil(rate x min(1 s, period)),
+// 1, most), + 1 while below most. A window's demand varies around its
+// rate, and no renewal is asked for less than one request expected before
+// the lease ends: without the one more, a key whose lease is sized to its
+// rate sends its window's last request to Redis one window in two.
 //
 // Keeping. The grant's life runs to the end of the next window (Redis's
 // time); the entry keeps it apart, usable from that window's start on

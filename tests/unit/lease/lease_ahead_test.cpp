@@ -149,15 +149,17 @@ TEST(LeaseAheadAsk, OnlyWhenTheNextWindowHasDemand) {
     EXPECT_EQ(renewal(l, &e, kNow), rrl::kLeaseRenewAhead);
 }
 
-// the size of a lease taken at the window's start: rate x min(1 s, period)
-TEST(LeaseAheadAsk, TheSizeOfAWindowsStart) {
+// the size of a lease taken at the window's start, rate x min(1 s,
+// period), and one more, up to the largest lease
+TEST(LeaseAheadAsk, TheSizeOfAWindowsStartAndOne) {
     const rrl::LeaseRate per_second = 1000000;
-    EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 30 * per_second), 30u);
+    EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 30 * per_second), 31u);
+    EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 99 * per_second), 100u);
     EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 500 * per_second), 100u);
-    EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 0), 1u);
+    EXPECT_EQ(rrl::lease_ahead_size(sw1000(), 0), 2u);
     const rrl_lease_limit_t short_window =
         lease_limit(RRL_FIXED_WINDOW, 1000, 100);
-    EXPECT_EQ(rrl::lease_ahead_size(short_window, 30 * per_second), 3u);
+    EXPECT_EQ(rrl::lease_ahead_size(short_window, 30 * per_second), 4u);
 }
 
 // lease_call_check(): the renewal's units, its limit marked as ahead
