@@ -24,7 +24,9 @@
 #
 # Each nginx has one worker and serves the same 6-byte static file on
 # loopback; wrk -t1 -c64 --latency runs against each in turn, round after
-# round (the order rotates each round), after a 1 s warm-up of each. Per
+# round (the order rotates each round), each run after a 1 s warm-up of
+# its target (a round starts from its steady state: a lease= zone's keys
+# idle since its last run would start it cold, their demand forgotten). Per
 # target: median requests/s over the rounds and their spread ((max - min)
 # / median: how noisy the machine was), median p50 and p99 latency, the
 # share of rejected (non-2xx) responses, the nginx worker's CPU per 1,000
@@ -544,9 +546,9 @@ for s in $scenarios; do
         o) estimate=$((estimate + 5)) ;; d) estimate=$((estimate + 6)) ;;
         e) estimate=$((estimate + 4)) ;; s) ;; *) estimate=$((estimate + 4)) ;; esac
 done
-estimate=$((estimate * (rounds * seconds + 1) + 15))
+estimate=$((estimate * rounds * (seconds + 1) + 15))
 case " $scenarios " in
-    *" s "*) estimate=$((estimate + 7 * (rounds * ${seconds_given:-10} + 1))) ;;
+    *" s "*) estimate=$((estimate + 7 * rounds * (${seconds_given:-10} + 1))) ;;
 esac
 echo "bench/compare.sh: scenarios $scenarios, $rounds round(s) x $seconds s per target" \
      "((s): ${seconds_given:-10} s); about $estimate s"

@@ -48,3 +48,8 @@ local function lazy(make)
   makers[t] = make
   return t
 end
+
+-- Leases are taken ahead for windows of a day at most (us): none is read
+-- or granted for a longer one, whose waits could then reach beyond what
+-- the module takes.
+local ahead_max_us = 86400 * 1000000

@@ -119,7 +119,8 @@ local function make_fixed_window(fixed_window)
     read = function(l, window)
       -- GET, not MGET: a key of another type fails the request
       local state = redis.call('GET', l.key)
-      local ahead = redis.call('GET', l.key .. ':ahead')
+      local ahead = l.period <= ahead_max_us and
+        redis.call('GET', l.key .. ':ahead')
       l.next, l.folded = 0, false
       local aw, an = string.match(ahead or '', '^(%d+):(%d+)$')
       aw, an = number(aw), number(an)
@@ -139,6 +140,9 @@ local function make_fixed_window(fixed_window)
     -- the lease's life (us from now, until that window's end); 0, 0 when
     -- none is left.
     function fixed_window.ahead(l, now)
+      if l.period > ahead_max_us then
+        return 0, 0, l.period, l.period, 0, 0
+      end
       local capacity = l.limit + l.burst
       local window = math.floor(now / l.period) + 1
       l.state = read(l, window - 1)

@@ -224,7 +224,10 @@ measure() { # ID: one run, appended to results/ID
 # gave to others, a cause of noise on a VM
 cpu_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 
-run() { # ID...: warm-up, then rounds, rotating the order (targets made)
+run() { # ID...: rounds, rotating the order, each after a warm-up of its
+          # target (targets made): a round starts from the target's
+          # steady state, not from its keys idle since its last round
+          # (a lease= zone forgets a key's demand after 2 s idle)
     local ids=() n r i id s0
     for id in "$@"; do
         if has "$id"; then ids+=("$id"); fi
@@ -233,11 +236,12 @@ run() { # ID...: warm-up, then rounds, rotating the order (targets made)
     s0=$(cpu_steal)
     for id in "${ids[@]}"; do
         rss_before[$id]=$(rss_kb "${t_inst[$id]}")
-        wrk_run "$id" 1 > /dev/null
     done
     for r in $(seq 0 $((rounds - 1))); do
         for i in $(seq 0 $((n - 1))); do
-            measure "${ids[$(((r + i) % n))]}"
+            id=${ids[$(((r + i) % n))]}
+            wrk_run "$id" 1 > /dev/null
+            measure "$id"
         done
     done
     for id in "${ids[@]}"; do

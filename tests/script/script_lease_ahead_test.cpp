@@ -195,6 +195,29 @@ TEST_F(LeaseAheadTest, SlidingWindowReadsThemAsThePreviousCount) {
     EXPECT_EQ(ahead_of(l), "");
 }
 
+// A window over a day: none granted, none read (a key set by hand).
+TEST_F(LeaseAheadTest, WindowsOfADayAtMost) {
+    const Limit day =
+        make_limit(RRL_FIXED_WINDOW, "rrl:{z:d}:fw", 10, 86400000, 0, 1);
+    Row r = one(kT + 600 * kMs, ahead(day, 5));
+    EXPECT_EQ(r.passed, 1);
+    EXPECT_EQ(r.granted, 5);
+
+    for (int algorithm : {RRL_FIXED_WINDOW, RRL_SLIDING_WINDOW}) {
+        const Limit l = make_limit(
+            algorithm, "rrl:{z:l}:" + alg_name(algorithm), 10, 86400001, 0, 1);
+        r = one(kT + 600 * kMs, ahead(l, 5));
+        EXPECT_EQ(r.passed, 0);
+        EXPECT_EQ(r.granted, 0);
+        EXPECT_EQ(r.retry_after_us, 86400001 * kMs);
+        EXPECT_EQ(ahead_of(l), "");
+        set(l.key + ":ahead", str(kT / (86400001 * kMs)) + ":10");
+        r = one(kT + 600 * kMs, lease(l, 1, 1));
+        EXPECT_EQ(r.passed, 1);
+        EXPECT_EQ(r.remaining, 9);
+    }
+}
+
 // --- the form -----------------------------------------------------------
 
 TEST_F(LeaseAheadTest, OnlyARenewalOfAWindowsAlgorithm) {
