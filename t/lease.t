@@ -205,8 +205,14 @@ my $w = $t->wait_window($H, 30) / $H - 1;
     is(join(' ', from('take')), '1 1', 'second request: decided from the lease');
     push @rem, $r->{h}{'x-ratelimit-remaining'} // 'none';
 
+    # 20 ms apart: a renewal that request k set off lands before request
+    # k + 1, which another worker may take. Back to back, k + 1 can reach
+    # Redis while that renewal holds the key's last units, and be refused
+    # before its worker learns them: the strict side of the race the
+    # README's "Undershoot, bounded" tells, not what this block counts.
     my @st;
     for (3 .. 10) {
+        sleep 0.02;
         $r = $n->get('/take/?key=a');
         push @st, $r->{status};
         push @rem, $r->{h}{'x-ratelimit-remaining'} // 'none';

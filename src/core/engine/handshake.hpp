@@ -5,8 +5,10 @@
 // CLIENT SETNAME. SCRIPT LOAD follows only once CLIENT SETNAME succeeded,
 // after the others: Redis 7 drops a connection not authenticated that
 // sends an argument over 16 KB (the script may be that long), so a wrong
-// password gives the clearer NOAUTH. The connection works once the script
-// is loaded.
+// password gives the clearer NOAUTH. Requests go out as soon as the
+// connection is up: on a Redis that never had the script, one written
+// before SCRIPT LOAD gets NOSCRIPT, and is sent again after a SCRIPT LOAD
+// of its own (counted as a noscript error).
 //
 // To a Sentinel: AUTH with the Sentinel's password, if any; it works once
 // it is up.
