@@ -296,6 +296,14 @@ int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
     std::int64_t end = sent_us + ttl_us - RRL_LEASE_MARGIN_US;
     int event;
 
+    if (end <= now_us && now_us < entry->lease_end_us) {
+        // ended on arrival, beside a lease alive, which is then another
+        // window's (a call sent at its window's end, answered after the
+        // next one's lease began here): its units lapse. Merged, the lease
+        // would end with them, and give them back as of its own time.
+        if (limit.cost == 0) entry->renewing_until_us = 0;
+        return RRL_LEASE_TAKEN;
+    }
     if (now_us < entry->lease_end_us) {
         entry->units = add_sat(entry->units, extra);
         entry->lease_end_us = std::min(entry->lease_end_us, end);

@@ -144,7 +144,10 @@ void lease_untake_back(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
 // added to the one alive (RRL_LEASE_RENEWED), and what the reply showed;
 // RRL_LEASE_REFUSED for a reply that did not pass. Returns the event.
 // owner: the call's grant is the one in flight for the key, which owes the
-// entry's debt (lease_settle()); another call's grant owes nothing.
+// entry's debt (lease_settle()); another call's grant owes nothing. A grant
+// that has ended when it lands, beside a lease alive (then another
+// window's: the lease ahead became it meanwhile), lapses: RRL_LEASE_TAKEN,
+// the lease unchanged.
 int lease_learn(const rrl_lease_limit_t& limit, rrl_lease_entry_t* entry,
                 const rrl_limit_result_t& result, std::uint64_t granted,
                 std::int64_t ttl_us, std::int64_t redis_now_us,

@@ -340,3 +340,40 @@ TEST(LeaseAheadPromote, ASettlementFindsItTheLease) {
     EXPECT_TRUE(rrl::lease_settle(l, &e, 1, actual, kWall + kSecond, start));
     EXPECT_EQ(e.units, 17u);
 }
+
+// A grant of the window before, landing after the lease ahead became the
+// lease (a call sent at that window's end, answered late): it ended on
+// arrival, so its units lapse, and the lease alive (another window's)
+// keeps its units, its end and its Redis time. Merged, both would have
+// ended at once, and given back later, the older units would have left
+// the newer window's count in Redis, which never held them.
+TEST(LeaseAheadPromote, ALateGrantOfTheWindowBeforeLeavesItAlone) {
+    const rrl_lease_limit_t l = sw1000();
+    rrl_lease_entry_t e = alive(l);
+    const std::int64_t start = e.lease_end_us + 5 * kMs;
+    hold_next(&e, 20, start, start + kSecond);
+    rrl::lease_promote(l, &e, start);
+    ASSERT_EQ(e.units, 20u);
+
+    // sent 12 ms before the window's end, that window's 12 ms as its life
+    const std::int64_t sent = kNow + 390 * kMs;
+    const rrl_limit_result_t r{1, 905, 12 * kMs, 0};
+    EXPECT_EQ(rrl::lease_learn(l, &e, r, 6, 12 * kMs, kWall + 988 * kMs, sent,
+                               start + kMs),
+              RRL_LEASE_TAKEN);
+    EXPECT_EQ(e.units, 20u);
+    EXPECT_EQ(e.lease_end_us, start + kSecond);
+    EXPECT_EQ(e.taken_at_us, kWall + kSecond);
+    EXPECT_EQ(e.known, 900u);
+    EXPECT_EQ(e.reset_end_us, start + kSecond + 5 * kMs);
+
+    // a renewal's ends its flight all the same
+    rrl_lease_limit_t renewal = l;
+    renewal.cost = 0;
+    e.renewing_until_us = start + kRenewTimeout;
+    EXPECT_EQ(rrl::lease_learn(renewal, &e, r, 5, 12 * kMs, kWall + 988 * kMs,
+                               sent, start + kMs),
+              RRL_LEASE_TAKEN);
+    EXPECT_EQ(e.units, 20u);
+    EXPECT_EQ(e.renewing_until_us, 0);
+}
