@@ -59,10 +59,11 @@ local function make_sliding_window(sliding_window)
     local epsilon = prev * slack / l.period + 1e-12
     -- the units taken ahead for the next window: at its start, this
     -- window's count weighs in full beside them
-    local next = l.next or 0
-    local next_left = capacity - current - next - l.cost
+    local taken_ahead = l.next or 0
+    local next_left = capacity - current - taken_ahead - l.cost
+    local fits = estimate + l.cost <= capacity + epsilon
 
-    if estimate + l.cost <= capacity + epsilon and next_left >= 0 then
+    if fits and next_left >= 0 then
       local remaining = math.min(next_left,
         math.floor(capacity - estimate - l.cost + epsilon))
       return 1, remaining, start + 2 * l.period - now, 0
@@ -79,7 +80,11 @@ local function make_sliding_window(sliding_window)
     -- microseconds first: near 1.7e15 a double holds no fraction of e)
     local retry = l.period
     if l.cost <= capacity then
-      if current + l.cost > capacity then
+      -- the estimate's wait, where the estimate refuses (else it has none:
+      -- its formulas would divide by a prev of 0)
+      if fits then
+        retry = 0
+      elseif current + l.cost > capacity then
         -- only in the next window, as this one's count decays
         local e = l.period * (1 - (capacity - l.cost) / current)
         retry = (start + l.period - now) + e
@@ -91,20 +96,20 @@ local function make_sliding_window(sliding_window)
         -- the next window's units weigh from its start: as its count
         -- with this one's before it, or, when they leave no room, as the
         -- count before the window after it
-        local room = capacity - l.cost - next
+        local room = capacity - l.cost - taken_ahead
         local wait
         if room >= 0 then
           wait = (start + l.period - now) +
             l.period * (1 - room / math.max(current, 1))
         else
           wait = (start + 2 * l.period - now) +
-            l.period * (1 - (capacity - l.cost) / next)
+            l.period * (1 - (capacity - l.cost) / taken_ahead)
         end
         retry = math.max(retry, wait)
       end
     end
 
-    return 0, math.max(0, math.min(capacity - current - next,
+    return 0, math.max(0, math.min(capacity - current - taken_ahead,
         math.floor(capacity - estimate + epsilon))), reset,
       math.max(1, math.ceil(retry - slack))
   end

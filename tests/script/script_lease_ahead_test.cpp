@@ -161,6 +161,22 @@ TEST_F(LeaseAheadTest, SlidingWindowLeavesWhatTheNextWindowsStartLeaves) {
     EXPECT_EQ(ahead_of(l), "");
 }
 
+// This window's count fills it exactly, with none before it: only the
+// units ahead refuse the check, and its wait is theirs alone (the
+// estimate's own, 0 / 0 here, is not one).
+TEST_F(LeaseAheadTest, SlidingWindowRetryWhenOnlyTheyRefuse) {
+    const Limit l = ten_per_second(RRL_SLIDING_WINDOW, "rrl:{z:a}:sw");
+    ASSERT_EQ(one(kT + 100 * kMs, lease(l, 1, 9)).granted, 9);
+    ASSERT_EQ(one(kT + 500 * kMs, ahead(l, 5)).granted, 1);
+    Row r = one(kT + 600 * kMs, lease(l, 1, 1));  // 9 + 1 <= 10, + 1 ahead
+    EXPECT_EQ(r.passed, 0);
+    EXPECT_EQ(r.remaining, 0);
+    // 9 x (1 - f) + 1 + 1 <= 10 from f = 1/9 of the next window
+    EXPECT_EQ(r.retry_after_us, 511112);
+    r = one(kT + 600 * kMs + 511112, lease(l, 1, 1));
+    EXPECT_EQ(r.passed, 1);
+}
+
 // No room left at all: they decay as the count before the window after.
 TEST_F(LeaseAheadTest, SlidingWindowRetryWhenTheyFillTheNextWindow) {
     const Limit l = ten_per_second(RRL_SLIDING_WINDOW, "rrl:{z:a}:sw");
