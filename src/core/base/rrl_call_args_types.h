@@ -89,7 +89,7 @@ typedef struct {
     uint64_t              lease_back;     /* B */
     int64_t               lease_back_at;  /* T */
     /* a renewal of the next window's units: "0:W:0:0:1" */
-    int lease_ahead;
+    int                   lease_ahead;
     /* set by rrl::call_reply_decode() */
     uint64_t              lease_granted;  /* G */
     int64_t               lease_ttl_us;   /* the lifetime */

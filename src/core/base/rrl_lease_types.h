@@ -57,12 +57,12 @@ typedef struct {
      * sliding_window): usable from next_start_us until next_end_us, when
      * it becomes the lease; next_units 0: none
      */
-    uint64_t next_units;
-    int64_t next_start_us;
-    int64_t next_end_us;
-    int64_t next_taken_at_us; /* Redis's time of that window's start */
-    uint64_t next_known;
-    int64_t next_reset_end_us;
+    uint64_t  next_units;
+    int64_t   next_start_us;
+    int64_t   next_end_us;
+    int64_t   next_taken_at_us;  /* Redis's time of that window's start */
+    uint64_t  next_known;
+    int64_t   next_reset_end_us;
 } rrl_lease_entry_t;
 
 /* a limit of a request as the lease rules see it */

@@ -8,13 +8,6 @@ namespace rrl {
 
 namespace {
 
-constexpr LeaseRate kRateMax = ~LeaseRate{0};
-constexpr LeaseRate kUsPerSecond = 1000000;
-
-LeaseRate mul_sat(LeaseRate a, LeaseRate b) {
-    return a != 0 && b > kRateMax / a ? kRateMax : a * b;
-}
-
 bool window_algorithm(const rrl_lease_limit_t& limit) {
     return limit.algorithm == RRL_FIXED_WINDOW ||
            limit.algorithm == RRL_SLIDING_WINDOW;
@@ -32,7 +25,7 @@ void drop_next(rrl_lease_entry_t* entry) {
 }  // namespace
 
 bool lease_should_ask_ahead(const rrl_lease_limit_t& limit,
-                            const rrl_lease_entry_t& entry, LeaseRate rate,
+                            const rrl_lease_entry_t& entry,
                             std::int64_t now_us) {
     if (!window_algorithm(limit) || limit.period_ms == 0 ||
         limit.period_ms > static_cast<std::uint64_t>(kLeaseAheadMaxPeriodMs)) {
@@ -46,9 +39,13 @@ bool lease_should_ask_ahead(const rrl_lease_limit_t& limit,
     std::int64_t left = entry.lease_end_us - now_us;
     if (left <= RRL_LEASE_MARGIN_US || left >= period / 2) return false;
 
+    // rate (units/s x 10^6) x horizon (us) >= 1 unit (10^12), without the
+    // product: the rate only now, past the cheap conditions, as a request
+    // decided from its lease runs this
     LeaseRate horizon =
         static_cast<LeaseRate>(std::min(period, kLeaseSecondUs));
-    return mul_sat(rate, horizon) >= kUsPerSecond * kUsPerSecond;
+    LeaseRate one = LeaseRate{kLeaseSecondUs} * kLeaseSecondUs;
+    return lease_rate(entry, now_us) >= (one + horizon - 1) / horizon;
 }
 
 std::uint64_t lease_ahead_size(const rrl_lease_limit_t& limit, LeaseRate rate) {

@@ -49,7 +49,7 @@ constexpr std::int64_t kLeaseAheadMaxPeriodMs = 86400000;
 // Whether a worker should ask ahead for the entry's next window now (see
 // above), after a request decided from its lease at now_us.
 bool lease_should_ask_ahead(const rrl_lease_limit_t& limit,
-                            const rrl_lease_entry_t& entry, LeaseRate rate,
+                            const rrl_lease_entry_t& entry,
                             std::int64_t now_us);
 
 // The units to ask ahead for at this rate (see above).

@@ -205,8 +205,7 @@ int lease_decide(const rrl_lease_limit_t* limits,
     for (std::size_t i = 0; i < n; i++) {
         rrl_lease_entry_t* e = entries[i];
         renew[i] = should_renew(limits[i], *e, now_us) ? kLeaseRenew
-                   : lease_should_ask_ahead(limits[i], *e,
-                                            lease_rate(*e, now_us), now_us)
+                   : lease_should_ask_ahead(limits[i], *e, now_us)
                        ? kLeaseRenewAhead
                        : 0;
         if (renew[i] != 0) e->renewing_until_us = now_us + renew_timeout_us;

@@ -107,20 +107,6 @@ int lease_call_learn(const rrl_call_limit_t& limit,
     bool owner = limit.lease_want > limit.cost;
     int event = -1;
 
-    if (limit.lease_ahead != 0) {
-        // the next window's: nothing given back, no debt owed
-        if (how == RRL_LEASE_CALL_PASSED ||
-            (how == RRL_LEASE_CALL_REJECTED && !result->passed)) {
-            // the entry dropped while it was in flight: its units lapse
-            event = lease_learn_ahead(
-                l, entry, *result,
-                entry->renewing_until_us == 0 ? 0 : limit.lease_granted,
-                limit.lease_ttl_us, redis_now_us, sent_us, now_us);
-        }
-        lease_renewal_failed(entry);
-        return event;
-    }
-
     if (how == RRL_LEASE_CALL_UNSENT) {
         lease_untake_back(l, entry, limit.lease_back, limit.lease_back_at,
                           now_us);
@@ -132,8 +118,15 @@ int lease_call_learn(const rrl_call_limit_t& limit,
         if (owner && entry->renewing_until_us == 0) {
             granted = std::min(granted, limit.cost);
         }
-        event = lease_learn(l, entry, *result, granted, limit.lease_ttl_us,
-                            redis_now_us, sent_us, now_us, owner);
+        // a renewal ahead's (cost 0, nothing given back): the next
+        // window's lease
+        event =
+            limit.lease_ahead != 0
+                ? lease_learn_ahead(l, entry, *result, granted,
+                                    limit.lease_ttl_us, redis_now_us, sent_us,
+                                    now_us)
+                : lease_learn(l, entry, *result, granted, limit.lease_ttl_us,
+                              redis_now_us, sent_us, now_us, owner);
     }
     if (owner) lease_renewal_failed(entry);
     return event;
